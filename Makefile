@@ -1,0 +1,37 @@
+# The two commands a newcomer needs:
+#   make demo   install what is missing, build (Release), convert the bundled tiny real
+#               model to GGUF and generate text with it
+#   make test   install what is missing, build, run the whole test suite
+SHARED ?= $(abspath ../shared)
+BUILD ?= build
+JOBS ?= $(shell nproc)
+PROMPT ?= Once upon a time
+
+.PHONY: deps build demo test asan clean
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_SHARED_DIR=$(SHARED)
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(BUILD)/aidreams260K.gguf: build
+	$(BUILD)/strata convert llama2c $(SHARED)/models/aidreams260K.bin \
+	    $(SHARED)/models/aidreams260K.tok512.bin $@
+
+demo: $(BUILD)/aidreams260K.gguf
+	$(BUILD)/strata run -m $(BUILD)/aidreams260K.gguf -p "$(PROMPT)" -n 100 --temp 0
+
+test: build
+	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
+
+# The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+asan: deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=ON \
+	    -DSTRATA_BUILD_BENCH=OFF -DSTRATA_SHARED_DIR=$(SHARED)
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest -j $(JOBS) --output-on-failure
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,61 @@
+#include "core/dtype.h"
+
+#include <array>
+#include <cctype>
+#include <string>
+
+namespace strata {
+namespace {
+
+struct Entry {
+  DType type;
+  DTypeInfo info;
+};
+
+// Block sizes and byte sizes follow GGUF's block layouts (QK_K = 256).
+constexpr std::array<Entry, 20> kTable = {{
+    {DType::F32, {"f32", 1, 4}},
+    {DType::F16, {"f16", 1, 2}},
+    {DType::Q4_0, {"q4_0", 32, 2 + 16}},
+    {DType::Q4_1, {"q4_1", 32, 2 + 2 + 16}},
+    {DType::Q5_0, {"q5_0", 32, 2 + 4 + 16}},
+    {DType::Q5_1, {"q5_1", 32, 2 + 2 + 4 + 16}},
+    {DType::Q8_0, {"q8_0", 32, 2 + 32}},
+    {DType::Q8_1, {"q8_1", 32, 4 + 32}},
+    {DType::Q2_K, {"q2_k", 256, 16 + 64 + 2 + 2}},
+    {DType::Q3_K, {"q3_k", 256, 32 + 64 + 12 + 2}},
+    {DType::Q4_K, {"q4_k", 256, 2 + 2 + 12 + 128}},
+    {DType::Q5_K, {"q5_k", 256, 2 + 2 + 12 + 32 + 128}},
+    {DType::Q6_K, {"q6_k", 256, 128 + 64 + 16 + 2}},
+    {DType::Q8_K, {"q8_k", 256, 4 + 256 + 32}},
+    {DType::I8, {"i8", 1, 1}},
+    {DType::I16, {"i16", 1, 2}},
+    {DType::I32, {"i32", 1, 4}},
+    {DType::I64, {"i64", 1, 8}},
+    {DType::F64, {"f64", 1, 8}},
+    {DType::BF16, {"bf16", 1, 2}},
+}};
+
+}  // namespace
+
+std::optional<DTypeInfo> dtype_info(uint32_t id) {
+  for (const auto& e : kTable) {
+    if (static_cast<uint32_t>(e.type) == id) return e.info;
+  }
+  return std::nullopt;
+}
+
+DTypeInfo dtype_info(DType t) { return *dtype_info(static_cast<uint32_t>(t)); }
+
+std::string_view dtype_name(DType t) { return dtype_info(t).name; }
+
+std::optional<DType> dtype_from_name(std::string_view name) {
+  std::string lower(name);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const auto& e : kTable) {
+    if (e.info.name == lower) return e.type;
+  }
+  return std::nullopt;
+}
+
+}  // namespace strata

@@ -1,0 +1,53 @@
+// Tensor element types with GGUF's (ggml's) numeric ids and block geometry.
+// This is pure data shared by the GGUF reader (to size tensors) and the kernels
+// (which attach conversion and dot-product functions in kernels/quant/traits.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace strata {
+
+enum class DType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  BF16 = 30,
+};
+
+struct DTypeInfo {
+  std::string_view name;
+  int64_t block_size;  // elements per block (1 for plain types)
+  size_t type_size;    // bytes per block
+};
+
+// Geometry of a type id read from a file; nullopt for ids strata does not know.
+std::optional<DTypeInfo> dtype_info(uint32_t id);
+
+// Geometry of a known type (never fails for enum values listed above).
+DTypeInfo dtype_info(DType t);
+
+std::string_view dtype_name(DType t);
+
+// Parses "f32", "q4_k", "Q8_0", ... (case-insensitive); nullopt if unknown.
+std::optional<DType> dtype_from_name(std::string_view name);
+
+}  // namespace strata

@@ -1,0 +1,96 @@
+#include "core/thread_pool.h"
+
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+
+namespace strata {
+
+namespace {
+constexpr int kSpinIterations = 1 << 16;
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
+  for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::dispatch(JobFn fn, void* ctx) {
+  if (n_threads_ == 1) {
+    fn(ctx, 0, 1);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_fn_ = fn;
+    job_ctx_ = ctx;
+    pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  fn(ctx, 0, n_threads_);
+  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+}
+
+void ThreadPool::worker_loop(int tid) {
+  uint64_t seen = 0;
+  for (;;) {
+    int spins = 0;
+    while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {
+      cpu_relax();
+      ++spins;
+    }
+    if (generation_.load(std::memory_order_acquire) == seen) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return generation_.load() != seen; });
+    }
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop_.load()) return;
+    JobFn fn;
+    void* ctx;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      fn = job_fn_;
+      ctx = job_ctx_;
+    }
+    fn(ctx, tid, n_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+int ThreadPool::default_threads() {
+  // Count distinct (physical id, core id) pairs; hyperthreads share a core and add
+  // little to memory-bound decode.
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::set<std::pair<std::string, std::string>> cores;
+  std::string line, physical = "0";
+  while (std::getline(cpuinfo, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "physical id") physical = value;
+    if (key == "core id") cores.insert({physical, value});
+  }
+  if (!cores.empty()) return static_cast<int>(cores.size());
+  const unsigned hc = std::thread::hardware_concurrency();
+  return hc == 0 ? 1 : static_cast<int>(hc);
+}
+
+}  // namespace strata
