@@ -1,0 +1,132 @@
+#include "convert/make_model.h"
+
+#include <cmath>
+#include <vector>
+
+#include "convert/quantize.h"
+#include "core/error.h"
+#include "gguf/gguf.h"
+#include "kernels/quant/traits.h"
+
+namespace strata {
+namespace {
+
+const std::vector<ModelPreset>& presets() {
+  static const std::vector<ModelPreset> p = {
+      {"tiny", 256, 768, 4, 8, 4, 4096, 10000.0f},
+      {"llama-1b", 2048, 5632, 22, 32, 4, 2048, 10000.0f},
+      {"llama-8b", 4096, 14336, 32, 32, 8, 8192, 500000.0f},
+  };
+  return p;
+}
+
+// SplitMix64: a fast, well-mixed generator so a 1B-parameter model fills in seconds.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1).
+  float symmetric() { return static_cast<float>(static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0); }
+
+ private:
+  uint64_t state_;
+};
+
+uint64_t tensor_seed(uint64_t seed, const std::string& name) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+const ModelPreset& find_preset(const std::string& name) {
+  for (const auto& p : presets()) {
+    if (p.name == name) return p;
+  }
+  std::string known;
+  for (const auto& p : presets()) known += (known.empty() ? "" : ", ") + p.name;
+  throw Error("unknown preset '" + name + "' (known: " + known + ")");
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const auto& p : presets()) names.push_back(p.name);
+  return names;
+}
+
+void make_model(const MakeModelOptions& opt) {
+  const ModelPreset& p = find_preset(opt.preset);
+  const auto vocab = gguf::GgufFile::open(opt.vocab_path);
+  if (!vocab.has("tokenizer.ggml.tokens")) {
+    throw Error(opt.vocab_path + ": has no tokenizer.ggml.tokens to copy");
+  }
+  const auto n_vocab = static_cast<int64_t>(vocab.get_string_array("tokenizer.ggml.tokens").size());
+  const int64_t ctx = opt.context_length > 0 ? opt.context_length : p.context_length;
+  const int64_t head_dim = p.dim / p.n_heads;
+
+  gguf::GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.set_string("general.name", "strata-random-" + p.name);
+  w.set_u32("general.file_type", file_type_for(opt.type));
+  w.set_u32("llama.context_length", static_cast<uint32_t>(ctx));
+  w.set_u32("llama.embedding_length", static_cast<uint32_t>(p.dim));
+  w.set_u32("llama.block_count", static_cast<uint32_t>(p.n_layers));
+  w.set_u32("llama.feed_forward_length", static_cast<uint32_t>(p.ffn_dim));
+  w.set_u32("llama.attention.head_count", static_cast<uint32_t>(p.n_heads));
+  w.set_u32("llama.attention.head_count_kv", static_cast<uint32_t>(p.n_kv_heads));
+  w.set_u32("llama.rope.dimension_count", static_cast<uint32_t>(head_dim));
+  w.set_f32("llama.rope.freq_base", p.rope_base);
+  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.set_u32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
+  for (const auto& [key, value] : vocab.metadata()) {
+    if (key.rfind("tokenizer.", 0) == 0) w.set_value(key, value);
+  }
+
+  // Weights ~ U(-a, a) with a = sqrt(3 / fan_in), i.e. variance 1/fan_in, so activations
+  // keep their scale through every layer; norm weights are 1.
+  auto add_matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    const DType type = choose_tensor_type(name, {cols, rows}, opt.type);
+    const float amp = std::sqrt(3.0f / static_cast<float>(cols));
+    const uint64_t seed = tensor_seed(opt.seed, name);
+    w.add_tensor_lazy(name, type, {cols, rows}, [=](uint8_t* dst) {
+      Rng rng(seed);
+      std::vector<float> row(static_cast<size_t>(cols));
+      const auto& traits = kernels::type_traits(type);
+      const size_t row_bytes =
+          static_cast<size_t>(cols / dtype_info(type).block_size) * dtype_info(type).type_size;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (auto& x : row) x = amp * rng.symmetric();
+        traits.from_float(row.data(), dst + static_cast<size_t>(r) * row_bytes, cols);
+      }
+    });
+  };
+  auto add_ones = [&](const std::string& name, int64_t n) {
+    std::vector<float> ones(static_cast<size_t>(n), 1.0f);
+    w.add_tensor(name, DType::F32, {n}, ones.data(), ones.size() * sizeof(float));
+  };
+
+  add_matrix("token_embd.weight", n_vocab, p.dim);
+  for (int64_t l = 0; l < p.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    add_ones(b + "attn_norm.weight", p.dim);
+    add_matrix(b + "attn_q.weight", p.n_heads * head_dim, p.dim);
+    add_matrix(b + "attn_k.weight", p.n_kv_heads * head_dim, p.dim);
+    add_matrix(b + "attn_v.weight", p.n_kv_heads * head_dim, p.dim);
+    add_matrix(b + "attn_output.weight", p.dim, p.n_heads * head_dim);
+    add_ones(b + "ffn_norm.weight", p.dim);
+    add_matrix(b + "ffn_gate.weight", p.ffn_dim, p.dim);
+    add_matrix(b + "ffn_up.weight", p.ffn_dim, p.dim);
+    add_matrix(b + "ffn_down.weight", p.dim, p.ffn_dim);
+  }
+  add_ones("output_norm.weight", p.dim);
+  add_matrix("output.weight", n_vocab, p.dim);
+  w.write(opt.output_path);
+}
+
+}  // namespace strata

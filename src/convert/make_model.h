@@ -1,0 +1,34 @@
+// Writes Llama-shaped models with seeded random weights and a real tokenizer copied
+// from a vocabulary GGUF: the models the benchmarks run on, at realistic shapes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace strata {
+
+struct ModelPreset {
+  std::string name;
+  int64_t dim, ffn_dim, n_layers, n_heads, n_kv_heads, context_length;
+  float rope_base;
+};
+
+// Presets: tiny (tests), llama-1b (TinyLlama-1.1B's shape), llama-8b (Llama-3-8B's shape).
+const ModelPreset& find_preset(const std::string& name);
+std::vector<std::string> preset_names();
+
+struct MakeModelOptions {
+  std::string preset = "tiny";
+  std::string output_path;
+  std::string vocab_path;  // a GGUF whose tokenizer.* metadata is copied
+  DType type = DType::F32;
+  uint64_t seed = 0;
+  int64_t context_length = 0;  // 0 = the preset's
+};
+
+void make_model(const MakeModelOptions& options);
+
+}  // namespace strata

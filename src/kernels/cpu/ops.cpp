@@ -1,0 +1,37 @@
+#include "kernels/cpu/ops.h"
+
+#include <cmath>
+
+namespace strata::kernels {
+
+void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float eps) {
+  // Accumulate in double: the norm of a 8K-wide row summed in float drifts measurably.
+  double ss = 0.0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+void swiglu(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const float* cos,
+          const float* sin, bool neox) {
+  const int64_t half = rot_dim / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    for (int64_t i = 0; i < half; ++i) {
+      const int64_t a = neox ? i : 2 * i;
+      const int64_t b = neox ? i + half : 2 * i + 1;
+      const float x0 = v[a], x1 = v[b];
+      v[a] = x0 * cos[i] - x1 * sin[i];
+      v[b] = x0 * sin[i] + x1 * cos[i];
+    }
+  }
+}
+
+}  // namespace strata::kernels

@@ -1,0 +1,21 @@
+// Element-wise and row-wise CPU ops of the transformer block (scalar; the compiler
+// vectorises the simple loops). Matmuls live in matmul.h.
+#pragma once
+
+#include <cstdint>
+
+namespace strata::kernels {
+
+// out[i] = x[i] / rms(x) * weight[i], rms(x) = sqrt(mean(x^2) + eps). out may alias x.
+void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float eps);
+
+// gate[i] = silu(gate[i]) * up[i]  (SwiGLU), in place on gate.
+void swiglu(float* gate, const float* up, int64_t n);
+
+// Rotates the first `rot_dim` dims of each of `n_heads` heads (each `head_dim` long) in
+// place. cos/sin hold rot_dim/2 values for this token's position. Interleaved layout
+// rotates pairs (2i, 2i+1) (GGUF `llama`); NeoX layout rotates (i, i + rot_dim/2).
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const float* cos,
+          const float* sin, bool neox);
+
+}  // namespace strata::kernels

@@ -1,0 +1,13 @@
+// Llama 2/3/3.x, Mistral, TinyLlama, SmolLM: GGUF converters permute Q/K so that RoPE
+// rotates interleaved pairs; no biases; Llama-3 frequency scaling arrives as the
+// `rope_freqs.weight` tensor.
+#include "model/arch/arch.h"
+
+namespace strata {
+
+const ArchSpec& llama_arch() {
+  static constexpr ArchSpec spec{"llama", RopeLayout::kInterleaved, false, false};
+  return spec;
+}
+
+}  // namespace strata

@@ -1,0 +1,27 @@
+// The only input of Model::forward: a flattened batch of tokens from one or more
+// sequences, and for each sequence its block table into the paged KV cache.
+// A single-sequence generation is a batch of one. All spans point at memory owned by
+// the caller (the runner reuses its buffers every step; nothing here allocates).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace strata {
+
+struct SequenceView {
+  std::span<const int32_t> block_table;  // KV blocks of this sequence, in position order
+  int32_t context_len = 0;               // tokens in KV once this batch is written
+};
+
+struct ForwardBatch {
+  std::span<const int32_t> tokens;     // [n_tokens] token ids
+  std::span<const int32_t> positions;  // [n_tokens] position of each token in its sequence
+  std::span<const int32_t> seq_index;  // [n_tokens] index into `seqs`
+  std::span<const SequenceView> seqs;  // [n_seqs]
+  std::span<const int32_t> logit_rows;  // token indices whose logits are wanted, ascending
+
+  int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
+};
+
+}  // namespace strata

@@ -1,0 +1,225 @@
+#include "model/model.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/quant/traits.h"
+
+namespace strata {
+
+std::unique_ptr<Model> Model::load(const std::string& path) {
+  return from_file(gguf::GgufFile::open(path));
+}
+
+std::unique_ptr<Model> Model::from_file(gguf::GgufFile file) {
+  return std::unique_ptr<Model>(new Model(std::move(file)));
+}
+
+Model::Model(gguf::GgufFile file) : file_(std::move(file)) {
+  config_ = config_from_gguf(file_);
+  weights_ = load_weights(file_, config_);
+  const int64_t half = config_.rope_dim / 2;
+  inv_freq_.resize(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    double f = std::pow(static_cast<double>(config_.rope_base),
+                        -2.0 * static_cast<double>(i) / static_cast<double>(config_.rope_dim));
+    if (!weights_.rope_freq_factors.empty()) {
+      const float factor = weights_.rope_freq_factors[static_cast<size_t>(i)];
+      if (!(factor > 0.0f)) throw Error(file_.name() + ": rope_freqs.weight has a non-positive factor");
+      f /= factor;
+    }
+    inv_freq_[static_cast<size_t>(i)] = static_cast<float>(f);
+  }
+}
+
+size_t Model::weight_bytes_per_token() const {
+  size_t total = weights_.token_embd.row_bytes + weights_.output.bytes();
+  for (const auto& L : weights_.layers) {
+    total += L.wq.bytes() + L.wk.bytes() + L.wv.bytes() + L.wo.bytes() + L.w_gate.bytes() +
+             L.w_up.bytes() + L.w_down.bytes();
+  }
+  return total;
+}
+
+KvCacheConfig Model::kv_config(int64_t n_blocks, int64_t block_size, DType dtype) const {
+  KvCacheConfig kc;
+  kc.n_layers = config_.n_layers;
+  kc.n_kv_heads = config_.n_kv_heads;
+  kc.head_dim = config_.head_dim;
+  kc.block_size = block_size;
+  kc.n_blocks = n_blocks;
+  kc.dtype = dtype;
+  return kc;
+}
+
+void Model::validate(const ForwardBatch& b, const KvCache& cache) const {
+  const auto n = static_cast<size_t>(b.n_tokens());
+  if (n == 0) throw Error("forward: empty batch");
+  if (b.positions.size() != n || b.seq_index.size() != n) {
+    throw Error("forward: tokens, positions and seq_index must have the same length");
+  }
+  const int64_t bs = cache.config().block_size;
+  for (const auto& s : b.seqs) {
+    if (s.context_len < 0 || s.context_len > static_cast<int64_t>(s.block_table.size()) * bs) {
+      throw Error("forward: a sequence's context_len exceeds its block table");
+    }
+    for (int32_t blk : s.block_table) {
+      if (blk < 0 || blk >= cache.config().n_blocks) throw Error("forward: block id out of range");
+    }
+  }
+  for (size_t t = 0; t < n; ++t) {
+    if (b.tokens[t] < 0 || b.tokens[t] >= config_.n_vocab) {
+      throw Error("forward: token id " + std::to_string(b.tokens[t]) + " outside the vocabulary");
+    }
+    const int32_t s = b.seq_index[t];
+    if (s < 0 || static_cast<size_t>(s) >= b.seqs.size()) throw Error("forward: bad seq_index");
+    if (b.positions[t] < 0 || b.positions[t] >= b.seqs[static_cast<size_t>(s)].context_len) {
+      throw Error("forward: position outside the sequence's context");
+    }
+  }
+  int64_t prev = -1;
+  for (int32_t r : b.logit_rows) {
+    if (r <= prev || r >= b.n_tokens()) throw Error("forward: logit_rows must be ascending token indices");
+    prev = r;
+  }
+}
+
+void Model::reserve(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t block_size) {
+  const auto& c = config_;
+  if (n_tokens > capacity_tokens_) {
+    const auto T = static_cast<size_t>(n_tokens);
+    x_.resize(T * static_cast<size_t>(c.dim));
+    xb_.resize(T * static_cast<size_t>(c.dim));
+    q_.resize(T * static_cast<size_t>(c.n_heads * c.head_dim));
+    att_.resize(q_.size());
+    k_.resize(T * static_cast<size_t>(c.n_kv_heads * c.head_dim));
+    v_.resize(k_.size());
+    gate_.resize(T * static_cast<size_t>(c.ffn_dim));
+    up_.resize(gate_.size());
+    rope_cos_.resize(T * static_cast<size_t>(c.rope_dim / 2));
+    rope_sin_.resize(rope_cos_.size());
+    capacity_tokens_ = n_tokens;
+  }
+  if (n_logits > capacity_logits_) {
+    final_.resize(static_cast<size_t>(n_logits * c.dim));
+    logits_.resize(static_cast<size_t>(n_logits * c.n_vocab));
+    capacity_logits_ = n_logits;
+  }
+  AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, 0.0f};
+  attention_scratch_.reserve(n_threads, shape, block_size);
+}
+
+void Model::compute_rope_tables(const ForwardBatch& b) {
+  const int64_t half = config_.rope_dim / 2;
+  for (int64_t t = 0; t < b.n_tokens(); ++t) {
+    const float pos = static_cast<float>(b.positions[static_cast<size_t>(t)]) / config_.rope_linear_scale;
+    for (int64_t i = 0; i < half; ++i) {
+      const float theta = pos * inv_freq_[static_cast<size_t>(i)];
+      rope_cos_[static_cast<size_t>(t * half + i)] = std::cos(theta);
+      rope_sin_[static_cast<size_t>(t * half + i)] = std::sin(theta);
+    }
+  }
+}
+
+void Model::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+                   ThreadPool& pool) {
+  kernels::matmul(w.type, w.data, w.rows, w.cols, x, n_tokens, y, pool, matmul_scratch_);
+}
+
+std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, ThreadPool& pool) {
+  validate(b, cache);
+  const auto& c = config_;
+  const int64_t T = b.n_tokens();
+  const auto R = static_cast<int64_t>(b.logit_rows.size());
+  reserve(T, R, pool.size(), cache.config().block_size);
+  compute_rope_tables(b);
+
+  // Embedding lookup: dequantize one row per token.
+  const auto& embd_traits = kernels::type_traits(weights_.token_embd.type);
+  for (int64_t t = 0; t < T; ++t) {
+    embd_traits.to_float(weights_.token_embd.row(b.tokens[static_cast<size_t>(t)]),
+                         x_.data() + t * c.dim, c.dim);
+  }
+
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    attention_block(l, b, cache, pool);
+    ffn_block(l, T, pool);
+  }
+
+  // Final norm and classifier only for the rows whose logits are wanted.
+  for (int64_t r = 0; r < R; ++r) {
+    kernels::rmsnorm(x_.data() + b.logit_rows[static_cast<size_t>(r)] * c.dim,
+                     weights_.output_norm.data(), final_.data() + r * c.dim, c.dim, c.rms_eps);
+  }
+  if (R > 0) matmul(weights_.output, final_.data(), R, logits_.data(), pool);
+  return {logits_.data(), static_cast<size_t>(R * c.n_vocab)};
+}
+
+void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache,
+                            ThreadPool& pool) {
+  const auto& c = config_;
+  const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
+  const int64_t T = b.n_tokens();
+  const int64_t q_dim = c.n_heads * c.head_dim;
+  const int64_t kv_dim = c.n_kv_heads * c.head_dim;
+  const int64_t half = c.rope_dim / 2;
+  const bool neox = c.rope_layout == RopeLayout::kNeox;
+
+  for (int64_t t = 0; t < T; ++t) {
+    kernels::rmsnorm(x_.data() + t * c.dim, L.attn_norm.data(), xb_.data() + t * c.dim, c.dim,
+                     c.rms_eps);
+  }
+  matmul(L.wq, xb_.data(), T, q_.data(), pool);
+  matmul(L.wk, xb_.data(), T, k_.data(), pool);
+  matmul(L.wv, xb_.data(), T, v_.data(), pool);
+
+  for (int64_t t = 0; t < T; ++t) {
+    float* q = q_.data() + t * q_dim;
+    float* k = k_.data() + t * kv_dim;
+    float* v = v_.data() + t * kv_dim;
+    if (c.qkv_bias) {
+      for (int64_t i = 0; i < q_dim; ++i) q[i] += L.bq[static_cast<size_t>(i)];
+      for (int64_t i = 0; i < kv_dim; ++i) k[i] += L.bk[static_cast<size_t>(i)];
+      for (int64_t i = 0; i < kv_dim; ++i) v[i] += L.bv[static_cast<size_t>(i)];
+    }
+    if (c.qk_norm) {
+      for (int64_t h = 0; h < c.n_heads; ++h) {
+        kernels::rmsnorm(q + h * c.head_dim, L.q_norm.data(), q + h * c.head_dim, c.head_dim, c.rms_eps);
+      }
+      for (int64_t h = 0; h < c.n_kv_heads; ++h) {
+        kernels::rmsnorm(k + h * c.head_dim, L.k_norm.data(), k + h * c.head_dim, c.head_dim, c.rms_eps);
+      }
+    }
+    const float* cs = rope_cos_.data() + t * half;
+    const float* sn = rope_sin_.data() + t * half;
+    kernels::rope(q, c.n_heads, c.head_dim, c.rope_dim, cs, sn, neox);
+    kernels::rope(k, c.n_kv_heads, c.head_dim, c.rope_dim, cs, sn, neox);
+  }
+
+  write_kv(cache, layer, b, k_.data(), v_.data());
+  const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim,
+                             1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  paged_attention(cache, layer, b, shape, q_.data(), att_.data(), pool, attention_scratch_);
+
+  matmul(L.wo, att_.data(), T, xb_.data(), pool);
+  for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
+}
+
+void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
+  const auto& c = config_;
+  const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
+  for (int64_t t = 0; t < T; ++t) {
+    kernels::rmsnorm(x_.data() + t * c.dim, L.ffn_norm.data(), xb_.data() + t * c.dim, c.dim,
+                     c.rms_eps);
+  }
+  matmul(L.w_gate, xb_.data(), T, gate_.data(), pool);
+  matmul(L.w_up, xb_.data(), T, up_.data(), pool);
+  kernels::swiglu(gate_.data(), up_.data(), T * c.ffn_dim);
+  matmul(L.w_down, gate_.data(), T, xb_.data(), pool);
+  for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
+}
+
+}  // namespace strata

@@ -1,0 +1,73 @@
+// A loaded Llama-family model and its forward pass over a ForwardBatch.
+// The whole forward pass reads top to bottom in model.cpp; the architecture-specific
+// choices come from the ArchSpec fields copied into ModelConfig.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attention/paged_attention.h"
+#include "core/thread_pool.h"
+#include "gguf/gguf.h"
+#include "kv/kv_cache.h"
+#include "model/config.h"
+#include "model/forward_batch.h"
+#include "model/weights.h"
+
+namespace strata {
+
+class Model {
+ public:
+  // Maps the file, reads the config and binds the weights (throws strata::Error).
+  static std::unique_ptr<Model> load(const std::string& path);
+  static std::unique_ptr<Model> from_file(gguf::GgufFile file);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const gguf::GgufFile& file() const { return file_; }
+  // Bytes of weights read to produce one token (every matrix once, plus one embedding row).
+  size_t weight_bytes_per_token() const;
+
+  KvCacheConfig kv_config(int64_t n_blocks, int64_t block_size, DType dtype) const;
+
+  // Runs the batch: writes each token's K/V into `cache` through the block tables and
+  // returns the logits of the rows in batch.logit_rows, [logit_rows.size()][n_vocab],
+  // valid until the next call. Buffers grow to the largest batch seen and are reused, so
+  // a steady decode loop does not allocate.
+  std::span<const float> forward(const ForwardBatch& batch, KvCache& cache, ThreadPool& pool);
+
+ private:
+  explicit Model(gguf::GgufFile file);
+  void validate(const ForwardBatch& batch, const KvCache& cache) const;
+  void reserve(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t block_size);
+  void compute_rope_tables(const ForwardBatch& batch);
+  void attention_block(int64_t layer, const ForwardBatch& batch, KvCache& cache, ThreadPool& pool);
+  void ffn_block(int64_t layer, int64_t n_tokens, ThreadPool& pool);
+  void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+  gguf::GgufFile file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::vector<float> inv_freq_;  // (rope_dim/2) RoPE angular frequencies
+
+  // Workspace, sized for the largest batch seen so far.
+  int64_t capacity_tokens_ = 0;
+  int64_t capacity_logits_ = 0;
+  std::vector<float> x_;       // (T, dim) residual stream
+  std::vector<float> xb_;      // (T, dim) normed input / attention projection output
+  std::vector<float> q_;       // (T, n_heads*head_dim)
+  std::vector<float> k_;       // (T, n_kv_heads*head_dim)
+  std::vector<float> v_;       // (T, n_kv_heads*head_dim)
+  std::vector<float> att_;     // (T, n_heads*head_dim) attention output
+  std::vector<float> gate_;    // (T, ffn_dim)
+  std::vector<float> up_;      // (T, ffn_dim)
+  std::vector<float> rope_cos_, rope_sin_;  // (T, rope_dim/2)
+  std::vector<float> final_;   // (R, dim) normed rows that need logits
+  std::vector<float> logits_;  // (R, n_vocab)
+  std::vector<uint8_t> matmul_scratch_;
+  AttentionScratch attention_scratch_;
+};
+
+}  // namespace strata

@@ -1,0 +1,99 @@
+#include "model/weights.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "kernels/quant/traits.h"
+
+namespace strata {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& ne) {
+  std::string s = "[";
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+
+class Binder {
+ public:
+  explicit Binder(const gguf::GgufFile& f) : f_(f) {}
+
+  WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) const {
+    const auto& t = f_.tensor(name);
+    if (t.ne.size() != 2 || t.ne[0] != cols || t.ne[1] != rows) {
+      throw Error(f_.name() + ": tensor '" + name + "' has shape " + shape_str(t.ne) +
+                  ", expected [" + std::to_string(cols) + ", " + std::to_string(rows) + "]");
+    }
+    kernels::type_traits(t.type);  // throws for types without kernels
+    WeightMatrix m;
+    m.type = t.type;
+    m.data = f_.tensor_data(t);
+    m.rows = rows;
+    m.cols = cols;
+    m.row_bytes = static_cast<size_t>(t.n_bytes / static_cast<uint64_t>(rows));
+    return m;
+  }
+
+  std::vector<float> vector(const std::string& name, int64_t n) const {
+    const auto& t = f_.tensor(name);
+    if (t.ne.size() != 1 || t.ne[0] != n) {
+      throw Error(f_.name() + ": tensor '" + name + "' has shape " + shape_str(t.ne) +
+                  ", expected [" + std::to_string(n) + "]");
+    }
+    std::vector<float> out(static_cast<size_t>(n));
+    kernels::type_traits(t.type).to_float(f_.tensor_data(t), out.data(), n);
+    return out;
+  }
+
+ private:
+  const gguf::GgufFile& f_;
+};
+
+}  // namespace
+
+ModelWeights load_weights(const gguf::GgufFile& f, ModelConfig& c) {
+  Binder bind(f);
+  ModelWeights w;
+  const auto& embd = f.tensor("token_embd.weight");
+  if (embd.ne.size() != 2 || embd.ne[0] != c.dim) {
+    throw Error(f.name() + ": tensor 'token_embd.weight' has shape " + shape_str(embd.ne) +
+                ", expected [" + std::to_string(c.dim) + ", n_vocab]");
+  }
+  c.n_vocab = embd.ne[1];
+  w.token_embd = bind.matrix("token_embd.weight", c.n_vocab, c.dim);
+  w.output_norm = bind.vector("output_norm.weight", c.dim);
+  w.output = f.find_tensor("output.weight") ? bind.matrix("output.weight", c.n_vocab, c.dim)
+                                            : w.token_embd;
+  if (f.find_tensor("rope_freqs.weight")) {
+    w.rope_freq_factors = bind.vector("rope_freqs.weight", c.rope_dim / 2);
+  }
+
+  const int64_t q_dim = c.n_heads * c.head_dim;
+  const int64_t kv_dim = c.n_kv_heads * c.head_dim;
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LayerWeights& L = w.layers[static_cast<size_t>(l)];
+    L.attn_norm = bind.vector(p + "attn_norm.weight", c.dim);
+    L.wq = bind.matrix(p + "attn_q.weight", q_dim, c.dim);
+    L.wk = bind.matrix(p + "attn_k.weight", kv_dim, c.dim);
+    L.wv = bind.matrix(p + "attn_v.weight", kv_dim, c.dim);
+    L.wo = bind.matrix(p + "attn_output.weight", c.dim, q_dim);
+    if (c.qkv_bias) {
+      L.bq = bind.vector(p + "attn_q.bias", q_dim);
+      L.bk = bind.vector(p + "attn_k.bias", kv_dim);
+      L.bv = bind.vector(p + "attn_v.bias", kv_dim);
+    }
+    if (c.qk_norm) {
+      L.q_norm = bind.vector(p + "attn_q_norm.weight", c.head_dim);
+      L.k_norm = bind.vector(p + "attn_k_norm.weight", c.head_dim);
+    }
+    L.ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
+    L.w_gate = bind.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
+    L.w_up = bind.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
+    L.w_down = bind.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
+  }
+  return w;
+}
+
+}  // namespace strata

@@ -1,0 +1,134 @@
+// Golden tests on real trained weights: strata's conversion of llama2.c's aidreams260K
+// must reproduce the fp32 reference implementation's tokens, logits and greedy text.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "golden/tiny_models.h"
+#include "model/model.h"
+#include "runner/sequence_runner.h"
+#include "sample/sampler.h"
+#include "support/paths.h"
+#include "support/process.h"
+#include "tokenizer/tokenizer.h"
+
+namespace strata {
+namespace {
+
+using testing::aidreams_gguf;
+using testing::aidreams_ref;
+
+// Max |a - b| over the row, relative to the row's max |b|.
+double relative_row_error(std::span<const float> got, const nlohmann::json& want) {
+  double max_abs = 0.0, max_diff = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double w = want[i].get<double>();
+    max_abs = std::max(max_abs, std::abs(w));
+    max_diff = std::max(max_diff, std::abs(w - static_cast<double>(got[i])));
+  }
+  return max_diff / max_abs;
+}
+
+TEST(AidreamsGolden, PromptTokensMatchReference) {
+  auto model = Model::load(aidreams_gguf());
+  const Tokenizer tok = Tokenizer::from_gguf(model->file());
+  for (const auto& c : aidreams_ref()["cases"]) {
+    const auto ids = tok.encode(c["prompt_text"].get<std::string>(), true, false);
+    EXPECT_EQ(ids, c["prompt_tokens"].get<std::vector<int32_t>>()) << c["prompt_text"];
+  }
+}
+
+TEST(AidreamsGolden, LogitsAtEveryPromptPositionWithin1e4) {
+  auto model = Model::load(aidreams_gguf());
+  ThreadPool pool(2);
+  SequenceRunner runner(*model, pool, {});
+  const int64_t n_vocab = model->config().n_vocab;
+  for (const auto& c : aidreams_ref()["cases"]) {
+    runner.reset();
+    const auto prompt = c["prompt_tokens"].get<std::vector<int32_t>>();
+    std::vector<float> all;
+    runner.feed(prompt, &all);
+    const auto& rows = c["logits"];
+    ASSERT_EQ(rows.size(), prompt.size());
+    for (size_t p = 0; p < prompt.size(); ++p) {
+      const std::span<const float> row(all.data() + p * static_cast<size_t>(n_vocab),
+                                       static_cast<size_t>(n_vocab));
+      EXPECT_LT(relative_row_error(row, rows[p]), 1e-4) << c["prompt_text"] << " position " << p;
+    }
+  }
+}
+
+TEST(AidreamsGolden, GreedyContinuationMatchesReference) {
+  auto model = Model::load(aidreams_gguf());
+  ThreadPool pool(2);
+  SequenceRunner runner(*model, pool, {});
+  for (const auto& c : aidreams_ref()["cases"]) {
+    runner.reset();
+    const auto prompt = c["prompt_tokens"].get<std::vector<int32_t>>();
+    const auto want = c["greedy_tokens"].get<std::vector<int32_t>>();
+    SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    Sampler sampler(greedy, model->config().n_vocab);
+    GenerateOptions go;
+    go.max_new_tokens = static_cast<int64_t>(want.size());
+    go.ignore_eos = true;
+    const auto got = generate(runner, prompt, sampler, go, [](int32_t) { return false; },
+                              [](int32_t) { return true; });
+    EXPECT_EQ(got, want) << c["prompt_text"];
+  }
+}
+
+TEST(AidreamsGolden, CliRunPrintsExactlyTheGreedyText) {
+  for (const auto& c : aidreams_ref()["cases"]) {
+    const auto n = c["greedy_tokens"].size();
+    const std::string cmd = testing::strata_bin() + " run -m '" + aidreams_gguf() + "' -p '" +
+                            c["prompt_text"].get<std::string>() + "' --temp 0 -n " +
+                            std::to_string(n) + " 2>/dev/null";
+    const auto r = testing::run_command(cmd);
+    ASSERT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_EQ(r.out, c["greedy_text"].get<std::string>()) << cmd;
+  }
+}
+
+TEST(AidreamsGolden, CliTokensFlagPrintsIds) {
+  const auto& c = aidreams_ref()["cases"][0];
+  const std::string cmd = testing::strata_bin() + " run -m '" + aidreams_gguf() + "' -p '" +
+                          c["prompt_text"].get<std::string>() + "' --temp 0 -n 10 --tokens 2>/dev/null";
+  const auto r = testing::run_command(cmd);
+  ASSERT_EQ(r.exit_code, 0);
+  std::string want;
+  for (size_t i = 0; i < 10; ++i) {
+    want += (i ? " " : "") + std::to_string(c["greedy_tokens"][i].get<int>());
+  }
+  EXPECT_EQ(r.out, want);
+}
+
+TEST(AidreamsGolden, Q8_0QuantizedKeepsFirst40GreedyTokens) {
+  const std::string q8 = testing::scratch_dir() + "/aidreams260K.q8_0.gguf";
+  const auto r = testing::run_command(testing::strata_bin() + " quantize '" + aidreams_gguf() + "' '" +
+                                      q8 + "' --type q8_0 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto model = Model::load(q8);
+  bool any_q8 = false;
+  for (const auto& t : model->file().tensors()) any_q8 |= t.type == DType::Q8_0;
+  ASSERT_TRUE(any_q8);
+  ThreadPool pool(2);
+  SequenceRunner runner(*model, pool, {});
+  for (const auto& c : aidreams_ref()["cases"]) {
+    runner.reset();
+    SamplingParams greedy;
+    greedy.temperature = 0.0f;
+    Sampler sampler(greedy, model->config().n_vocab);
+    GenerateOptions go;
+    go.max_new_tokens = 40;
+    go.ignore_eos = true;
+    const auto got = generate(runner, c["prompt_tokens"].get<std::vector<int32_t>>(), sampler, go,
+                              [](int32_t) { return false; }, [](int32_t) { return true; });
+    const auto want = c["greedy_tokens"].get<std::vector<int32_t>>();
+    EXPECT_EQ(got, std::vector<int32_t>(want.begin(), want.begin() + 40)) << c["prompt_text"];
+  }
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,24 @@
+// One registration function per subcommand; each lives in its own file in tools/.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace strata::tools {
+
+void register_run(CLI::App& app);
+void register_convert(CLI::App& app);
+void register_info(CLI::App& app);
+void register_logits(CLI::App& app);
+void register_make_model(CLI::App& app);
+void register_quantize(CLI::App& app);
+
+inline void register_commands(CLI::App& app) {
+  register_run(app);
+  register_convert(app);
+  register_info(app);
+  register_logits(app);
+  register_make_model(app);
+  register_quantize(app);
+}
+
+}  // namespace strata::tools

@@ -1,0 +1,43 @@
+// strata make-model OUT.gguf --preset NAME [--type T] [--seed S] [--vocab-from VOCAB.gguf]
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "convert/make_model.h"
+#include "core/error.h"
+#include "tools/commands.h"
+
+namespace strata::tools {
+
+void register_make_model(CLI::App& app) {
+  struct Flags {
+    MakeModelOptions opt;
+    std::string type = "f32";
+  };
+  auto f = std::make_shared<Flags>();
+  std::string presets;
+  for (const auto& n : preset_names()) presets += (presets.empty() ? "" : ", ") + n;
+  auto* cmd = app.add_subcommand("make-model", "write a model with seeded random weights");
+  cmd->add_option("output", f->opt.output_path, "output GGUF")->required();
+  cmd->add_option("--preset", f->opt.preset, "shape: " + presets)->capture_default_str();
+  cmd->add_option("--type", f->type, "f32, f16, q8_0, q4_0 or q4_k")->capture_default_str();
+  cmd->add_option("--seed", f->opt.seed, "weight seed")->capture_default_str();
+  cmd->add_option("--ctx", f->opt.context_length, "context length (default: the preset's)");
+  cmd->add_option("--vocab-from", f->opt.vocab_path,
+                  "GGUF whose tokenizer is copied (default: $STRATA_SHARED or ../shared, "
+                  "vocab/ggml-vocab-llama-spm.gguf)");
+  cmd->callback([f] {
+    const auto type = dtype_from_name(f->type);
+    if (!type) throw Error("--type: unknown type '" + f->type + "'");
+    f->opt.type = *type;
+    if (f->opt.vocab_path.empty()) {
+      const char* env = std::getenv("STRATA_SHARED");
+      f->opt.vocab_path = std::string(env ? env : "../shared") + "/vocab/ggml-vocab-llama-spm.gguf";
+    }
+    make_model(f->opt);
+    std::fprintf(stderr, "wrote %s\n", f->opt.output_path.c_str());
+  });
+}
+
+}  // namespace strata::tools
