@@ -11,6 +11,7 @@ void register_info(CLI::App& app);
 void register_logits(CLI::App& app);
 void register_make_model(CLI::App& app);
 void register_quantize(CLI::App& app);
+void register_bench(CLI::App& app);
 
 inline void register_commands(CLI::App& app) {
   register_run(app);
@@ -19,6 +20,7 @@ inline void register_commands(CLI::App& app) {
   register_logits(app);
   register_make_model(app);
   register_quantize(app);
+  register_bench(app);
 }
 
 }  // namespace strata::tools

@@ -22,7 +22,7 @@ struct EngineFlags {
     cmd.add_option("-t,--threads", threads, "compute threads (default: physical cores)");
     cmd.add_option("--kv-type", kv_type, "KV cache element type: f32 or f16")->capture_default_str();
     cmd.add_option("-c,--ctx", ctx, "context length (default: the model's)");
-    cmd.add_option("-b,--batch", batch, "maximum tokens per forward pass (prefill chunk)")
+    cmd.add_option("--prefill-chunk", batch, "maximum prompt tokens per forward pass")
         ->capture_default_str();
   }
 

@@ -1,0 +1,102 @@
+#include "kernels/cpu/roofline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "kernels/quant/traits.h"
+
+namespace strata::kernels {
+namespace detail {
+
+float sum_floats_scalar(const float* p, size_t n) {
+  float a[8] = {};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) a[k] += p[i + static_cast<size_t>(k)];
+  }
+  float t = 0;
+  for (float x : a) t += x;
+  for (; i < n; ++i) t += p[i];
+  return t;
+}
+
+double fma_loop_scalar(long iterations) {
+  float acc[16];
+  for (int k = 0; k < 16; ++k) acc[k] = 0.001f * static_cast<float>(k);
+  for (long it = 0; it < iterations; ++it) {
+    for (int k = 0; k < 16; ++k) acc[k] = acc[k] * 0.999999f + 1e-7f;
+  }
+  volatile float sink = acc[3];
+  (void)sink;
+  return static_cast<double>(iterations) * 16 * 2;
+}
+
+}  // namespace detail
+
+namespace {
+
+double seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+RooflineResult measure_roofline(ThreadPool& pool, const RooflineOptions& opt) {
+  RooflineResult r;
+  r.threads = pool.size();
+  r.avx2 = cpu_has_avx2_fma();
+  const size_t n = opt.buffer_bytes / sizeof(float);
+  std::vector<float> a(n), b(n), c(n);
+  // Touch every page (in parallel, so pages land near the threads that read them).
+  pool.parallel_for(static_cast<int64_t>(n), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      a[static_cast<size_t>(i)] = 1.0f;
+      b[static_cast<size_t>(i)] = 2.0f;
+      c[static_cast<size_t>(i)] = 0.5f;
+    }
+  });
+  const auto sum = r.avx2 ? detail::sum_floats_avx2 : detail::sum_floats_scalar;
+  std::vector<float> sinks(static_cast<size_t>(pool.size()));
+  const double bytes = static_cast<double>(n * sizeof(float));
+  for (int rep = 0; rep < opt.repetitions; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    pool.run([&](int tid, int nt) {
+      const size_t lo = n * static_cast<size_t>(tid) / static_cast<size_t>(nt);
+      const size_t hi = n * static_cast<size_t>(tid + 1) / static_cast<size_t>(nt);
+      sinks[static_cast<size_t>(tid)] += sum(a.data() + lo, hi - lo);
+    });
+    r.read_gbps = std::max(r.read_gbps, bytes / seconds(t0) / 1e9);
+
+    t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(static_cast<int64_t>(n), [&](int64_t lo, int64_t hi) {
+      std::memcpy(c.data() + lo, a.data() + lo, static_cast<size_t>(hi - lo) * sizeof(float));
+    });
+    r.copy_gbps = std::max(r.copy_gbps, 2 * bytes / seconds(t0) / 1e9);
+
+    t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(static_cast<int64_t>(n), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        a[static_cast<size_t>(i)] = b[static_cast<size_t>(i)] + 0.5f * c[static_cast<size_t>(i)];
+      }
+    });
+    r.triad_gbps = std::max(r.triad_gbps, 3 * bytes / seconds(t0) / 1e9);
+  }
+  const auto fma = r.avx2 ? detail::fma_loop_avx2 : detail::fma_loop_scalar;
+  const long iters = 20'000'000;
+  for (int rep = 0; rep < opt.repetitions; ++rep) {
+    std::vector<double> flops(static_cast<size_t>(pool.size()));
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run([&](int tid, int) { flops[static_cast<size_t>(tid)] = fma(iters); });
+    const double s = seconds(t0);
+    double total = 0;
+    for (double f : flops) total += f;
+    r.fma_gflops = std::max(r.fma_gflops, total / s / 1e9);
+  }
+  volatile float sink = sinks[0];
+  (void)sink;
+  return r;
+}
+
+}  // namespace strata::kernels

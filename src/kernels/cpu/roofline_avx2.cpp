@@ -1,0 +1,42 @@
+#include <immintrin.h>
+
+#include "kernels/cpu/roofline.h"
+
+namespace strata::kernels::detail {
+
+float sum_floats_avx2(const float* p, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + 24));
+  }
+  const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, s);
+  float total = 0;
+  for (float x : lanes) total += x;
+  for (; i < n; ++i) total += p[i];
+  return total;
+}
+
+double fma_loop_avx2(long iterations) {
+  // 10 independent accumulators hide the FMA latency (4-5 cycles) on two FMA ports.
+  __m256 acc[10];
+  for (int k = 0; k < 10; ++k) acc[k] = _mm256_set1_ps(0.001f * static_cast<float>(k));
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (long it = 0; it < iterations; ++it) {
+    for (int k = 0; k < 10; ++k) acc[k] = _mm256_fmadd_ps(acc[k], a, b);
+  }
+  __m256 s = acc[0];
+  for (int k = 1; k < 10; ++k) s = _mm256_add_ps(s, acc[k]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, s);
+  volatile float sink = lanes[0];
+  (void)sink;
+  return static_cast<double>(iterations) * 10 * 8 * 2;
+}
+
+}  // namespace strata::kernels::detail

@@ -1,0 +1,207 @@
+// strata bench roofline | model: the machine's limits, and llama-bench style
+// prompt-processing / generation speed of a model on it.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/roofline.h"
+#include "kv/block_pool.h"
+#include "model/model.h"
+#include "tools/commands.h"
+#include "tools/common.h"
+
+namespace strata::tools {
+namespace {
+
+struct BenchModelFlags {
+  EngineFlags engine;
+  std::vector<int64_t> n_prompt = {512};
+  std::vector<int64_t> n_gen = {128};
+  std::vector<int64_t> depth = {0};
+  std::vector<int64_t> batch = {1};
+  int repetitions = 3;
+  std::string output = "md";
+};
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Drives `n_seqs` sequences through Model::forward directly: each gets `depth` tokens
+// of context first (untimed), then the timed work.
+class BenchRunner {
+ public:
+  BenchRunner(Model& model, ThreadPool& pool, int64_t n_seqs, int64_t max_tokens, int64_t chunk,
+              DType kv_type)
+      : model_(model), pool_(pool), chunk_(chunk), seqs_(static_cast<size_t>(n_seqs)) {
+    const int64_t bs = 16;
+    const int64_t per_seq = (max_tokens + bs - 1) / bs;
+    cache_ = std::make_unique<KvCache>(model.kv_config(per_seq * n_seqs, bs, kv_type));
+    BlockPool blocks(static_cast<int32_t>(per_seq * n_seqs));
+    for (auto& s : seqs_) {
+      for (int64_t i = 0; i < per_seq; ++i) s.table.push_back(*blocks.allocate());
+    }
+    capacity_ = per_seq * bs;
+  }
+
+  // Appends `n` random tokens to every sequence, `chunk_` tokens per forward pass in total.
+  void append(int64_t n, std::mt19937& rng) {
+    std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(model_.config().n_vocab - 1));
+    std::vector<int64_t> left(seqs_.size(), n);
+    for (;;) {
+      tokens_.clear(), positions_.clear(), seq_index_.clear(), rows_.clear(), views_.clear();
+      for (size_t s = 0; s < seqs_.size(); ++s) {
+        const int64_t take = std::min(left[s], chunk_ - static_cast<int64_t>(tokens_.size()));
+        for (int64_t i = 0; i < take; ++i) {
+          tokens_.push_back(tok(rng));
+          positions_.push_back(static_cast<int32_t>(seqs_[s].len + i));
+          seq_index_.push_back(static_cast<int32_t>(s));
+        }
+        seqs_[s].len += take;
+        left[s] -= take;
+        if (take > 0) rows_.push_back(static_cast<int32_t>(tokens_.size() - 1));
+      }
+      if (tokens_.empty()) return;
+      for (auto& s : seqs_) {
+        if (s.len > capacity_) throw Error("bench: context exceeds the KV cache");
+        views_.push_back({s.table, static_cast<int32_t>(s.len)});
+      }
+      ForwardBatch b{tokens_, positions_, seq_index_, views_, rows_};
+      model_.forward(b, *cache_, pool_);
+    }
+  }
+
+ private:
+  struct Seq {
+    std::vector<int32_t> table;
+    int64_t len = 0;
+  };
+  Model& model_;
+  ThreadPool& pool_;
+  int64_t chunk_;
+  int64_t capacity_ = 0;
+  std::unique_ptr<KvCache> cache_;
+  std::vector<Seq> seqs_;
+  std::vector<int32_t> tokens_, positions_, seq_index_, rows_;
+  std::vector<SequenceView> views_;
+};
+
+void bench_model(const BenchModelFlags& f) {
+  auto model = Model::load(f.engine.model_path);
+  const int threads = f.engine.thread_count();
+  ThreadPool pool(threads);
+  nlohmann::json results = nlohmann::json::array();
+  if (f.output == "md") {
+    std::printf("| model | test | depth | batch | threads | t/s |\n|---|---|---:|---:|---:|---:|\n");
+  }
+  auto report = [&](const std::string& test, int64_t np, int64_t ng, int64_t depth, int64_t batch,
+                    const std::vector<double>& tps) {
+    double mean = 0, var = 0;
+    for (double x : tps) mean += x;
+    mean /= static_cast<double>(tps.size());
+    for (double x : tps) var += (x - mean) * (x - mean);
+    const double sd = tps.size() > 1 ? std::sqrt(var / static_cast<double>(tps.size() - 1)) : 0.0;
+    results.push_back({{"test", test}, {"n_prompt", np}, {"n_gen", ng}, {"depth", depth},
+                       {"batch", batch}, {"threads", threads}, {"tokens_per_s_mean", mean},
+                       {"tokens_per_s_std", sd}});
+    if (f.output == "md") {
+      std::printf("| %s | %s | %lld | %lld | %d | %.2f ± %.2f |\n", model->config().name.c_str(),
+                  test.c_str(), static_cast<long long>(depth), static_cast<long long>(batch), threads,
+                  mean, sd);
+      std::fflush(stdout);
+    }
+  };
+  std::mt19937 rng(1234);
+  for (int64_t depth : f.depth) {
+    for (int64_t batch : f.batch) {
+      for (int64_t np : f.n_prompt) {
+        if (np <= 0) continue;
+        std::vector<double> tps;
+        for (int r = 0; r < f.repetitions; ++r) {
+          BenchRunner runner(*model, pool, batch, depth + np, f.engine.batch, f.engine.kv_dtype());
+          runner.append(depth, rng);
+          const double t0 = now_s();
+          runner.append(np, rng);
+          tps.push_back(static_cast<double>(np * batch) / (now_s() - t0));
+        }
+        report("pp" + std::to_string(np), np, 0, depth, batch, tps);
+      }
+      for (int64_t ng : f.n_gen) {
+        if (ng <= 0) continue;
+        std::vector<double> tps;
+        for (int r = 0; r < f.repetitions; ++r) {
+          BenchRunner runner(*model, pool, batch, depth + ng + 1, f.engine.batch, f.engine.kv_dtype());
+          runner.append(depth + 1, rng);
+          const double t0 = now_s();
+          for (int64_t i = 0; i < ng; ++i) runner.append(1, rng);
+          tps.push_back(static_cast<double>(ng * batch) / (now_s() - t0));
+        }
+        report("tg" + std::to_string(ng), 0, ng, depth, batch, tps);
+      }
+    }
+  }
+  if (f.output == "json") std::printf("%s\n", results.dump(2).c_str());
+}
+
+void bench_roofline(int threads_flag, double gib, const std::string& model_path) {
+  const int threads = threads_flag > 0 ? threads_flag : ThreadPool::default_threads();
+  ThreadPool pool(threads);
+  RooflineOptions opt;
+  opt.buffer_bytes = static_cast<size_t>(gib * (1 << 30));
+  const auto r = kernels::measure_roofline(pool, opt);
+  std::printf("threads:          %d (%s)\n", r.threads, r.avx2 ? "avx2+fma" : "scalar");
+  std::printf("read bandwidth:   %.2f GB/s\n", r.read_gbps);
+  std::printf("copy bandwidth:   %.2f GB/s\n", r.copy_gbps);
+  std::printf("triad bandwidth:  %.2f GB/s\n", r.triad_gbps);
+  std::printf("f32 FMA peak:     %.1f GFLOP/s\n", r.fma_gflops);
+  if (!model_path.empty()) {
+    auto model = Model::load(model_path);
+    const double bytes = static_cast<double>(model->weight_bytes_per_token());
+    double params = 0;
+    for (const auto& t : model->file().tensors()) {
+      if (t.ne.size() == 2 && t.name != "token_embd.weight") params += static_cast<double>(t.n_elements);
+    }
+    std::printf("model weights read per token: %.1f MiB\n", bytes / (1 << 20));
+    std::printf("decode upper bound:  %.2f tok/s (read bandwidth / bytes per token)\n",
+                r.read_gbps * 1e9 / bytes);
+    std::printf("prefill upper bound: %.2f tok/s (FMA peak / 2 x %.0fM matmul params)\n",
+                r.fma_gflops * 1e9 / (2 * params), params / 1e6);
+  }
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "measure the machine and the engine");
+  cmd->require_subcommand(1);
+
+  struct RooflineFlags {
+    int threads = 0;
+    double gib = 1.0;
+    std::string model;
+  };
+  auto rf = std::make_shared<RooflineFlags>();
+  auto* roof = cmd->add_subcommand("roofline", "memory bandwidth and FMA peak of this machine");
+  roof->add_option("-t,--threads", rf->threads, "threads (default: physical cores)");
+  roof->add_option("--gib", rf->gib, "buffer size per array in GiB")->capture_default_str();
+  roof->add_option("-m,--model", rf->model, "also print this model's decode/prefill upper bounds");
+  roof->callback([rf] { bench_roofline(rf->threads, rf->gib, rf->model); });
+
+  auto mf = std::make_shared<BenchModelFlags>();
+  auto* model = cmd->add_subcommand("model", "prompt processing and generation tokens/s");
+  mf->engine.add(*model);
+  model->add_option("-p,--n-prompt", mf->n_prompt, "prompt lengths (0 skips)")->delimiter(',');
+  model->add_option("-n,--n-gen", mf->n_gen, "generation lengths (0 skips)")->delimiter(',');
+  model->add_option("-d,--depth", mf->depth, "context already filled")->delimiter(',');
+  model->add_option("-b,--batch", mf->batch, "parallel sequences (decode batch)")->delimiter(',');
+  model->add_option("-r,--repetitions", mf->repetitions, "repetitions")->capture_default_str();
+  model->add_option("-o,--output", mf->output, "md or json")->capture_default_str();
+  model->callback([mf] { bench_model(*mf); });
+}
+
+}  // namespace strata::tools
