@@ -1,0 +1,90 @@
+#include "gguf/file_bytes.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+#include <utility>
+
+#include "core/error.h"
+
+namespace strata::gguf {
+namespace {
+
+std::string errno_text(int err) {
+  return std::generic_category().message(err);
+}
+
+// Closes the descriptor on every path out of FileBytes::map.
+struct FdGuard {
+  int fd;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+FileBytes FileBytes::map(const std::string& path) {
+  FdGuard guard{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (guard.fd < 0) throw Error(path + ": cannot open: " + errno_text(errno));
+  struct stat st {};
+  if (::fstat(guard.fd, &st) != 0) throw Error(path + ": cannot stat: " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) throw Error(path + ": not a regular file");
+  if (st.st_size <= 0) throw Error(path + ": magic at offset 0: the file is empty");
+  const auto len = static_cast<size_t>(st.st_size);
+  // MAP_PRIVATE + PROT_READ: the weights are used in place and never written through.
+  void* addr = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, guard.fd, 0);
+  if (addr == MAP_FAILED) throw Error(path + ": cannot mmap: " + errno_text(errno));
+  FileBytes out;
+  out.map_addr_ = addr;
+  out.map_len_ = len;
+  out.data_ = static_cast<const uint8_t*>(addr);
+  out.size_ = len;
+  return out;
+}
+
+FileBytes FileBytes::own(std::vector<uint8_t> bytes) {
+  FileBytes out;
+  out.owned_ = std::move(bytes);
+  out.data_ = out.owned_.data();
+  out.size_ = out.owned_.size();
+  return out;
+}
+
+FileBytes::FileBytes(FileBytes&& other) noexcept
+    : map_addr_(std::exchange(other.map_addr_, nullptr)),
+      map_len_(std::exchange(other.map_len_, 0)),
+      owned_(std::move(other.owned_)),
+      data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
+  if (this != &other) {
+    release();
+    map_addr_ = std::exchange(other.map_addr_, nullptr);
+    map_len_ = std::exchange(other.map_len_, 0);
+    owned_ = std::move(other.owned_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+FileBytes::~FileBytes() {
+  release();
+}
+
+void FileBytes::release() noexcept {
+  if (map_addr_) ::munmap(map_addr_, map_len_);
+  map_addr_ = nullptr;
+  map_len_ = 0;
+  std::vector<uint8_t>().swap(owned_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+}  // namespace strata::gguf

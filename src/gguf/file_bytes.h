@@ -1,0 +1,40 @@
+// The bytes of a GGUF file: a read-only memory mapping of a file on disk, or a buffer
+// the object owns (for tests and for files built in memory). Move-only; unmaps on
+// destruction.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata::gguf {
+
+class FileBytes {
+ public:
+  FileBytes() = default;
+  // Maps `path` read-only. Throws strata::Error naming the path when it cannot be opened,
+  // is not a regular file, is empty or cannot be mapped.
+  static FileBytes map(const std::string& path);
+  static FileBytes own(std::vector<uint8_t> bytes);
+
+  FileBytes(FileBytes&& other) noexcept;
+  FileBytes& operator=(FileBytes&& other) noexcept;
+  FileBytes(const FileBytes&) = delete;
+  FileBytes& operator=(const FileBytes&) = delete;
+  ~FileBytes();
+
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  void release() noexcept;
+
+  void* map_addr_ = nullptr;  // non-null only for a mapping
+  size_t map_len_ = 0;
+  std::vector<uint8_t> owned_;
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+}  // namespace strata::gguf
