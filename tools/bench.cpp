@@ -151,7 +151,7 @@ void bench_model(const BenchModelFlags& f) {
 void bench_roofline(int threads_flag, double gib, const std::string& model_path) {
   const int threads = threads_flag > 0 ? threads_flag : ThreadPool::default_threads();
   ThreadPool pool(threads);
-  RooflineOptions opt;
+  kernels::RooflineOptions opt;
   opt.buffer_bytes = static_cast<size_t>(gib * (1 << 30));
   const auto r = kernels::measure_roofline(pool, opt);
   std::printf("threads:          %d (%s)\n", r.threads, r.avx2 ? "avx2+fma" : "scalar");

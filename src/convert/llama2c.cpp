@@ -63,7 +63,7 @@ bool is_byte_piece(const std::string& s) {
          std::isxdigit(static_cast<unsigned char>(s[4]));
 }
 
-void add_vocabulary(GgufWriter& w, const std::string& path, int32_t vocab_size) {
+void add_vocabulary(gguf::GgufWriter& w, const std::string& path, int32_t vocab_size) {
   const auto bytes = read_file(path);
   Cursor cur(bytes, path);
   const auto max_len = cur.read<int32_t>("max_token_length");

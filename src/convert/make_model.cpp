@@ -91,7 +91,7 @@ void make_model(const MakeModelOptions& opt) {
   // Weights ~ U(-a, a) with a = sqrt(3 / fan_in), i.e. variance 1/fan_in, so activations
   // keep their scale through every layer; norm weights are 1.
   auto add_matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
-    const DType type = choose_tensor_type(name, {cols, rows}, opt.type);
+    const DType type = choose_tensor_type({cols, rows}, opt.type, name == "output.weight");
     const float amp = std::sqrt(3.0f / static_cast<float>(cols));
     const uint64_t seed = tensor_seed(opt.seed, name);
     w.add_tensor_lazy(name, type, {cols, rows}, [=](uint8_t* dst) {

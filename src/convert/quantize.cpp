@@ -20,10 +20,19 @@ uint32_t file_type_for(DType type) {
   }
 }
 
-DType choose_tensor_type(const std::string& name, const std::vector<int64_t>& ne, DType target) {
+DType classifier_type(DType target) {
+  switch (target) {
+    case DType::Q4_0:
+    case DType::Q4_K: return DType::Q6_K;
+    case DType::Q8_0:
+    case DType::Q6_K: return DType::F16;
+    default: return target;
+  }
+}
+
+DType choose_tensor_type(const std::vector<int64_t>& ne, DType target, bool is_classifier) {
   if (ne.size() != 2) return DType::F32;
-  DType want = target;
-  if (target == DType::Q4_K && name == "output.weight") want = DType::Q6_K;
+  const DType want = is_classifier ? classifier_type(target) : target;
   if (ne[0] % dtype_info(want).block_size == 0) return want;
   if (ne[0] % dtype_info(DType::Q8_0).block_size == 0 && want != DType::F32 &&
       want != DType::F16 && want != DType::BF16) {
@@ -49,8 +58,10 @@ void quantize_model(const std::string& in_path, const std::string& out_path, DTy
   gguf::GgufWriter w;
   for (const auto& [key, value] : in.metadata()) w.set_value(key, value);
   w.set_u32("general.file_type", file_type_for(target));
+  // With tied embeddings the embedding matrix is also the classifier.
+  const std::string classifier = in.find_tensor("output.weight") ? "output.weight" : "token_embd.weight";
   for (const auto& t : in.tensors()) {
-    const DType type = choose_tensor_type(t.name, t.ne, target);
+    const DType type = choose_tensor_type(t.ne, target, t.name == classifier);
     const uint8_t* data = in.tensor_data(t);
     if (type == t.type) {
       w.add_tensor(t.name, t.type, t.ne, data, static_cast<size_t>(t.n_bytes));

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/error.h"
 #include "core/fp16.h"
 
 namespace strata {
