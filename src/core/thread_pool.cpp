@@ -45,7 +45,14 @@ void ThreadPool::dispatch(JobFn fn, void* ctx) {
   }
   wake_.notify_all();
   fn(ctx, 0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  // Spin briefly, then yield: on an oversubscribed machine a worker may need our core.
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < kSpinIterations) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 void ThreadPool::worker_loop(int tid) {

@@ -1,0 +1,133 @@
+// matmul throughput per weight type at Llama-like shapes (rows x cols: 2048x2048,
+// 5632x2048 as in the FFN up/gate projections, 2048x5632 as in the down projection), for
+// decode (1 token) and a small prefill batch (16 tokens).
+//
+// Counters: `weights` = weight bytes read per call as a rate (GB/s, what bounds decode),
+// `flops` = 2 * rows * cols * tokens as a rate (GFLOP/s, what bounds prefill).
+// Usage: kernels_matmul_bench [--threads=N] [google benchmark flags]
+// (N defaults to ThreadPool::default_threads(); set STRATA_NO_AVX2=1 for scalar kernels).
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/quant/traits.h"
+
+namespace {
+
+using strata::DType;
+
+std::unique_ptr<strata::ThreadPool> g_pool;
+
+// Random bytes with moderate fp16 scales: valid blocks of every type, cheap to build
+// (quantizing real floats at these sizes would take longer than the benchmark).
+std::vector<uint8_t> random_weights(DType t, int64_t rows, int64_t cols) {
+  const strata::DTypeInfo info = strata::dtype_info(t);
+  std::vector<uint8_t> w(static_cast<size_t>(strata::kernels::row_bytes(t, cols) * rows));
+  uint64_t s = 0x9e3779b97f4a7c15ull;
+  for (auto& b : w) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    b = static_cast<uint8_t>(s >> 56);
+  }
+  auto put_half = [](uint8_t* p, float v, bool bf16) {
+    const uint16_t h = bf16 ? strata::fp32_to_bf16(v) : strata::fp32_to_fp16(v);
+    std::memcpy(p, &h, 2);
+  };
+  for (size_t i = 0; i < w.size() / info.type_size; ++i) {
+    uint8_t* blk = w.data() + i * info.type_size;
+    const float v = static_cast<float>(i % 97) / 97.0f - 0.5f;
+    switch (t) {
+      case DType::F32:
+        std::memcpy(blk, &v, 4);
+        break;
+      case DType::F16:
+        put_half(blk, v, false);
+        break;
+      case DType::BF16:
+        put_half(blk, v, true);
+        break;
+      case DType::Q8_0:
+      case DType::Q4_0:
+        put_half(blk, 0.01f * v, false);
+        break;
+      case DType::Q4_K:
+        put_half(blk, 0.002f, false), put_half(blk + 2, 0.001f, false);
+        break;
+      case DType::Q6_K:
+        put_half(blk + 208, 0.0005f, false);
+        break;
+      default:
+        break;
+    }
+  }
+  return w;
+}
+
+void bm_matmul(benchmark::State& state, DType t, int64_t rows, int64_t cols, int64_t tokens) {
+  const std::vector<uint8_t> w = random_weights(t, rows, cols);
+  std::vector<float> x(static_cast<size_t>(tokens * cols));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;
+  std::vector<float> y(static_cast<size_t>(tokens * rows));
+  std::vector<uint8_t> scratch;
+  for (auto _ : state) {
+    strata::kernels::matmul(t, w.data(), rows, cols, x.data(), tokens, y.data(), *g_pool, scratch);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["weights"] = benchmark::Counter(static_cast<double>(w.size()),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops"] = benchmark::Counter(2.0 * static_cast<double>(rows * cols * tokens),
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
+int parse_threads(int* argc, char** argv) {
+  int threads = strata::ThreadPool::default_threads();
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--threads=", 0) == 0) {
+      threads = std::stoi(arg.substr(10));
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  *argc = out;
+  return threads;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = parse_threads(&argc, argv);
+  g_pool = std::make_unique<strata::ThreadPool>(threads);
+  const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
+                         DType::Q4_0, DType::Q4_K, DType::Q6_K};
+  const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};
+  for (DType t : types) {
+    for (const auto& shape : shapes) {
+      for (int64_t tokens : {1, 16}) {
+        const std::string name = "matmul/" + std::string(strata::dtype_name(t)) + "/" +
+                                 std::to_string(shape[0]) + "x" + std::to_string(shape[1]) +
+                                 "/tokens:" + std::to_string(tokens) +
+                                 "/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, shape[0], shape[1], tokens)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

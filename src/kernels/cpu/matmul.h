@@ -1,0 +1,26 @@
+// Matrix multiplication of a weight matrix (any type with a vec_dot in kernels/quant/traits.h)
+// by a batch of float activation rows, on the CPU thread pool.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+
+namespace strata::kernels {
+
+// y[t*rows + r] = dot(W row r, x row t) for t in [0,n_tokens), r in [0,rows).
+// W: `rows` rows of `cols` elements of type `wtype`, each row stored contiguously
+//    (row_bytes(wtype, cols) bytes), aligned to its block struct (2 bytes; 4 for F32).
+// x: n_tokens x cols floats.  y: n_tokens x rows floats.
+// Activations are converted to the weight type's vec_dot_type once per token row into
+// `scratch`, which grows as needed and is reused (no allocation once it is big enough;
+// F32/F16/BF16 weights use x directly and leave scratch alone).
+// Rows are split across the pool's threads. Every y[t*rows + r] is computed by the same
+// vec_dot on the same bytes, so results are bit-identical whatever n_tokens is and however
+// many threads run. Throws strata::Error on unsupported types or invalid shapes.
+void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float* x,
+            int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch);
+
+}  // namespace strata::kernels

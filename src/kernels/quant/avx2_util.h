@@ -1,0 +1,73 @@
+// Small AVX2 helpers for the *_avx2.cpp files only.
+//
+// Everything here has internal linkage (static inline) on purpose: an inline function with
+// external linkage compiled both here (with -mavx2) and in a baseline file could be merged
+// by the linker into one AVX2 copy and crash CPUs without AVX2. For the same reason the
+// AVX2 files do not call core/fp16.h; they convert halves with F16C instructions instead.
+#pragma once
+
+#ifndef __AVX2__
+#error "avx2_util.h may only be included by files compiled with -mavx2 (named *_avx2.cpp)"
+#endif
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace strata::kernels::avx2 {
+
+static inline float half_to_float(uint16_t h) {
+  return _cvtsh_ss(h);
+}
+
+// a * b + c with one rounding. The builtin expands to vfmadd here (these files are built
+// with -mfma); std::fma would be an external inline function (see above).
+static inline float fma_ss(float a, float b, float c) {
+  return __builtin_fmaf(a, b, c);
+}
+
+// ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)): a fixed order, part of the reduction
+// contract that batch invariance relies on.
+static inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+static inline int32_t hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+  return _mm_cvtsi128_si32(s);
+}
+
+static inline float hmax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+static inline __m256 abs_ps(__m256 v) {
+  return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
+}
+
+// Sum over pairs of signed int8 products: 8 lanes of int32, each the sum of 4 products.
+// maddubs needs one unsigned operand, so the sign of x moves onto y. Saturation cannot
+// occur: |x| <= 128 and |y| <= 127 give pairs of at most 2 * 128 * 127 < 32767.
+static inline __m256i dot_i8(__m256i x, __m256i y) {
+  const __m256i ax = _mm256_sign_epi8(x, x);
+  const __m256i sy = _mm256_sign_epi8(y, x);
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
+}
+
+// Packs 4 x 8 int32 lanes (each in int8 range) into 32 int8 in element order.
+static inline __m256i pack_i32_to_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i ab = _mm256_packs_epi32(a, b);  // a0-3 b0-3 | a4-7 b4-7
+  const __m256i cd = _mm256_packs_epi32(c, d);
+  const __m256i abcd = _mm256_packs_epi16(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 ...
+  return _mm256_permutevar8x32_epi32(abcd, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+}  // namespace strata::kernels::avx2

@@ -1,0 +1,73 @@
+// Quantized block layouts, bit for bit as GGUF files store them (ggml's ggml-common.h).
+// Each struct is one block; a tensor row is an array of blocks. fp16 fields hold raw IEEE
+// half bits (see core/fp16.h). All structs are packed by construction (no padding), which
+// the static_asserts against the dtype table check.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace strata::kernels {
+
+inline constexpr int kQK8_0 = 32;  // elements per Q8_0 / Q4_0 block
+inline constexpr int kQK_K = 256;  // elements per K-quant super-block
+
+// value[i] = d * qs[i]
+struct BlockQ8_0 {
+  uint16_t d;         // fp16 scale
+  int8_t qs[kQK8_0];  // quants
+};
+
+// value[i] = (q[i] - 8) * d, where q[i] for i < 16 is the low nibble of qs[i] and
+// q[i] for i >= 16 is the high nibble of qs[i - 16].
+struct BlockQ4_0 {
+  uint16_t d;              // fp16 scale
+  uint8_t qs[kQK8_0 / 2];  // nibbles
+};
+
+// 8 sub-blocks of 32 elements. Sub-block j has a 6-bit scale sc[j] and 6-bit min m[j]
+// packed into `scales` (see unpack in q4_k code):
+//   j < 4:  sc = scales[j] & 63,             m = scales[j + 4] & 63
+//   j >= 4: sc = (scales[j + 4] & 15) | ((scales[j - 4] >> 6) << 4),
+//           m  = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4)
+// value = d * sc[j] * q - dmin * m[j]. Elements 64k..64k+31 are the low nibbles of
+// qs[32k..32k+31] (sub-block 2k); elements 64k+32..64k+63 the high nibbles (sub-block 2k+1).
+struct BlockQ4_K {
+  uint16_t d;             // fp16 super-block scale for the sub-block scales
+  uint16_t dmin;          // fp16 super-block scale for the sub-block mins
+  uint8_t scales[12];     // 6-bit scales and mins, packed as above
+  uint8_t qs[kQK_K / 2];  // 4-bit quants
+};
+
+// 16 sub-blocks of 16 elements, value = d * scales[i / 16] * (q - 32) with 6-bit q.
+// Within each half of 128 elements (ql += 64, qh += 32 per half), for l in [0, 32):
+//   q[l]      = (ql[l] & 15)      | ((qh[l] >> 0) & 3) << 4
+//   q[l + 32] = (ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4
+//   q[l + 64] = (ql[l] >> 4)      | ((qh[l] >> 4) & 3) << 4
+//   q[l + 96] = (ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];      // low 4 bits of the quants
+  uint8_t qh[kQK_K / 4];      // high 2 bits of the quants
+  int8_t scales[kQK_K / 16];  // 8-bit sub-block scales
+  uint16_t d;                 // fp16 super-block scale
+};
+
+// Activation format for K-quant dot products: value = d * qs[i]; bsums[k] is the sum of
+// qs[16k .. 16k+15], which lets the dot product apply sub-block mins without a pass.
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kQK_K];
+  int16_t bsums[kQK_K / 16];
+};
+
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+// The dtype table (core/dtype.cpp) is not constexpr, so the link between these structs and
+// dtype_info() is checked at start-up in traits.cpp and in the tests.
+
+}  // namespace strata::kernels

@@ -1,0 +1,25 @@
+// AVX2+FMA+F16C kernels (internal to kernels/). Defined in *_avx2.cpp files, which are the
+// only ones compiled with those instruction sets; call them only when cpu_has_avx2_fma().
+#pragma once
+
+#include <cstdint>
+
+namespace strata::kernels::avx2 {
+
+void f16_to_float(const void* src, float* dst, int64_t n);
+void f16_from_float(const float* src, void* dst, int64_t n);
+void bf16_to_float(const void* src, float* dst, int64_t n);
+void bf16_from_float(const float* src, void* dst, int64_t n);
+float f32_vec_dot(int64_t n, const void* w, const void* a);
+float f16_vec_dot(int64_t n, const void* w, const void* a);
+float bf16_vec_dot(int64_t n, const void* w, const void* a);
+
+void q8_0_from_float(const float* src, void* dst, int64_t n);
+float q8_0_vec_dot(int64_t n, const void* w, const void* a);
+float q4_0_vec_dot(int64_t n, const void* w, const void* a);
+
+void q8_k_from_float(const float* src, void* dst, int64_t n);
+float q4_k_vec_dot(int64_t n, const void* w, const void* a);
+float q6_k_vec_dot(int64_t n, const void* w, const void* a);
+
+}  // namespace strata::kernels::avx2

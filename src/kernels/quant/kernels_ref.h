@@ -1,0 +1,42 @@
+// Scalar reference kernels (internal to kernels/). Each is the plain-C++ definition of a
+// format operation; the AVX2 versions in kernels_avx2.h are tested against these.
+// Reference dot products accumulate in double, so they are also the accuracy yardstick.
+#pragma once
+
+#include <cstdint>
+
+namespace strata::kernels::ref {
+
+// Plain float types. Dot products take float activations.
+void f32_to_float(const void* src, float* dst, int64_t n);
+void f32_from_float(const float* src, void* dst, int64_t n);
+float f32_vec_dot(int64_t n, const void* w, const void* a);
+void f16_to_float(const void* src, float* dst, int64_t n);
+void f16_from_float(const float* src, void* dst, int64_t n);
+float f16_vec_dot(int64_t n, const void* w, const void* a);
+void bf16_to_float(const void* src, float* dst, int64_t n);
+void bf16_from_float(const float* src, void* dst, int64_t n);
+float bf16_vec_dot(int64_t n, const void* w, const void* a);
+
+// 32-element blocks; dot products take Q8_0 activations.
+void q8_0_to_float(const void* src, float* dst, int64_t n);
+void q8_0_from_float(const float* src, void* dst, int64_t n);
+float q8_0_vec_dot(int64_t n, const void* w, const void* a);
+void q4_0_to_float(const void* src, float* dst, int64_t n);
+void q4_0_from_float(const float* src, void* dst, int64_t n);
+float q4_0_vec_dot(int64_t n, const void* w, const void* a);
+
+// 256-element super-blocks; dot products take Q8_K activations.
+void q8_k_to_float(const void* src, float* dst, int64_t n);
+void q8_k_from_float(const float* src, void* dst, int64_t n);
+void q4_k_to_float(const void* src, float* dst, int64_t n);
+void q4_k_from_float(const float* src, void* dst, int64_t n);
+float q4_k_vec_dot(int64_t n, const void* w, const void* a);
+void q6_k_to_float(const void* src, float* dst, int64_t n);
+void q6_k_from_float(const float* src, void* dst, int64_t n);
+float q6_k_vec_dot(int64_t n, const void* w, const void* a);
+
+// Unpacks the 6-bit scale and min of sub-block j (0..7) of a Q4_K block.
+void q4_k_scale_min(const uint8_t* scales, int j, int* scale, int* min);
+
+}  // namespace strata::kernels::ref

@@ -1,0 +1,123 @@
+// The per-type kernel tables and the run-time choice between scalar and AVX2 kernels.
+#include "kernels/quant/traits.h"
+
+#include <array>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+#include "kernels/quant/blocks.h"
+#include "kernels/quant/kernels_avx2.h"
+#include "kernels/quant/kernels_ref.h"
+
+namespace strata::kernels {
+namespace {
+
+constexpr size_t kMaxTypeId = 32;  // DType values are small GGUF ids
+using Table = std::array<TypeTraits, kMaxTypeId>;
+
+size_t index_of(DType t) {
+  return static_cast<size_t>(t);
+}
+
+void add(Table& table, const TypeTraits& traits) {
+  table[index_of(traits.type)] = traits;
+}
+
+// The block structs must agree with the dtype table that sizes tensors read from files.
+void check_block_size(DType t, size_t struct_size, int64_t elements) {
+  const DTypeInfo info = dtype_info(t);
+  if (info.type_size != struct_size || info.block_size != elements) {
+    throw Error("kernels: block struct for " + std::string(info.name) +
+                " disagrees with dtype_info()");
+  }
+}
+
+Table build_reference() {
+  check_block_size(DType::Q8_0, sizeof(BlockQ8_0), kQK8_0);
+  check_block_size(DType::Q4_0, sizeof(BlockQ4_0), kQK8_0);
+  check_block_size(DType::Q4_K, sizeof(BlockQ4_K), kQK_K);
+  check_block_size(DType::Q6_K, sizeof(BlockQ6_K), kQK_K);
+  check_block_size(DType::Q8_K, sizeof(BlockQ8_K), kQK_K);
+  Table t{};
+  add(t, {DType::F32, ref::f32_to_float, ref::f32_from_float, DType::F32, ref::f32_vec_dot});
+  add(t, {DType::F16, ref::f16_to_float, ref::f16_from_float, DType::F32, ref::f16_vec_dot});
+  add(t, {DType::BF16, ref::bf16_to_float, ref::bf16_from_float, DType::F32, ref::bf16_vec_dot});
+  add(t, {DType::Q8_0, ref::q8_0_to_float, ref::q8_0_from_float, DType::Q8_0, ref::q8_0_vec_dot});
+  add(t, {DType::Q4_0, ref::q4_0_to_float, ref::q4_0_from_float, DType::Q8_0, ref::q4_0_vec_dot});
+  add(t, {DType::Q4_K, ref::q4_k_to_float, ref::q4_k_from_float, DType::Q8_K, ref::q4_k_vec_dot});
+  add(t, {DType::Q6_K, ref::q6_k_to_float, ref::q6_k_from_float, DType::Q8_K, ref::q6_k_vec_dot});
+  add(t, {DType::Q8_K, ref::q8_k_to_float, ref::q8_k_from_float, DType::Q8_K, nullptr});
+  return t;
+}
+
+// Starts from the reference table and swaps in AVX2 kernels where they exist. The
+// quantizers for weight types stay scalar: they run once, when a model is converted.
+Table build_fast() {
+  Table t = build_reference();
+  if (!cpu_has_avx2_fma()) return t;
+  auto& f16 = t[index_of(DType::F16)];
+  f16.to_float = avx2::f16_to_float;
+  f16.from_float = avx2::f16_from_float;
+  f16.vec_dot = avx2::f16_vec_dot;
+  auto& bf16 = t[index_of(DType::BF16)];
+  bf16.to_float = avx2::bf16_to_float;
+  bf16.from_float = avx2::bf16_from_float;
+  bf16.vec_dot = avx2::bf16_vec_dot;
+  t[index_of(DType::F32)].vec_dot = avx2::f32_vec_dot;
+  t[index_of(DType::Q8_0)].from_float = avx2::q8_0_from_float;
+  t[index_of(DType::Q8_0)].vec_dot = avx2::q8_0_vec_dot;
+  t[index_of(DType::Q4_0)].vec_dot = avx2::q4_0_vec_dot;
+  t[index_of(DType::Q8_K)].from_float = avx2::q8_k_from_float;
+  t[index_of(DType::Q4_K)].vec_dot = avx2::q4_k_vec_dot;
+  t[index_of(DType::Q6_K)].vec_dot = avx2::q6_k_vec_dot;
+  return t;
+}
+
+const TypeTraits& lookup(const Table& table, DType t) {
+  const size_t i = index_of(t);
+  if (i >= table.size() || table[i].to_float == nullptr) {
+    const auto info = dtype_info(static_cast<uint32_t>(t));
+    throw Error("kernels: no kernels for tensor type " +
+                (info ? std::string(info->name) : "id " + std::to_string(i)));
+  }
+  return table[i];
+}
+
+}  // namespace
+
+bool cpu_has_avx2_fma() {
+  static const bool has = [] {
+    // STRATA_NO_AVX2=1 forces the scalar kernels, to test or compare them on AVX2 machines.
+    const char* off = std::getenv("STRATA_NO_AVX2");
+    if (off != nullptr && *off != '\0' && std::string_view(off) != "0") return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+  }();
+  return has;
+}
+
+const TypeTraits& type_traits(DType t) {
+  static const Table table = build_fast();
+  return lookup(table, t);
+}
+
+const TypeTraits& reference_type_traits(DType t) {
+  static const Table table = build_reference();
+  return lookup(table, t);
+}
+
+int64_t row_bytes(DType t, int64_t n, const char* what) {
+  const auto info = dtype_info(static_cast<uint32_t>(t));
+  if (!info) throw Error(std::string("kernels: unknown tensor type id for ") + what);
+  if (n < 0 || n % info->block_size != 0) {
+    throw Error(std::string("kernels: ") + what + " = " + std::to_string(n) +
+                " is not a multiple of the " + std::string(info->name) + " block size " +
+                std::to_string(info->block_size));
+  }
+  return n / info->block_size * static_cast<int64_t>(info->type_size);
+}
+
+}  // namespace strata::kernels

@@ -1,0 +1,49 @@
+// Per-type kernels: conversion to and from float and the dot product used by matmul.
+//
+// A weight type's vec_dot takes one weight row and one activation row that has already
+// been converted to `vec_dot_type`:
+//   F32, F16, BF16 -> F32 (activations stay float; weights are widened in registers)
+//   Q8_0, Q4_0     -> Q8_0
+//   Q4_K, Q6_K     -> Q8_K
+// Q8_K is an activation-only type: it has to_float/from_float but no vec_dot.
+//
+// type_traits() returns the fastest kernels this CPU runs (AVX2+FMA+F16C when present,
+// otherwise the scalar reference); reference_type_traits() always returns the scalar ones.
+// Guarantees shared by both tables:
+//   - to_float is bit-exact with the format definition (blocks.h), in both tables.
+//   - from_float of an activation type (F32/Q8_0/Q8_K) gives identical bytes in both
+//     tables, so activations are converted the same way whichever table is used.
+//   - vec_dot results differ between tables only by float rounding (see tests/kernels).
+//   - Each vec_dot is a pure function of its inputs with a fixed reduction order, which is
+//     what makes matmul batch- and thread-invariant.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace strata::kernels {
+
+struct TypeTraits {
+  DType type;
+  // n must be a multiple of the type's block size.
+  void (*to_float)(const void* src, float* dst, int64_t n);
+  void (*from_float)(const float* src, void* dst, int64_t n);
+  DType vec_dot_type;
+  // Dot product of n elements; nullptr for activation-only types (Q8_K).
+  float (*vec_dot)(int64_t n, const void* w_row, const void* act_row);
+};
+
+// Throws strata::Error for types without kernels.
+const TypeTraits& type_traits(DType t);
+const TypeTraits& reference_type_traits(DType t);
+
+// True when the CPU supports AVX2 and FMA (and F16C, which every AVX2 CPU has) and the
+// environment variable STRATA_NO_AVX2 is unset, empty or "0". Read once.
+bool cpu_has_avx2_fma();
+
+// Bytes of a row of `n` elements of type t; throws Error when n is negative or not a
+// multiple of the block size (the message names `what`).
+int64_t row_bytes(DType t, int64_t n, const char* what = "row length");
+
+}  // namespace strata::kernels

@@ -1,0 +1,137 @@
+// matmul: realistic shapes against a double-precision reference, batch and thread
+// invariance, scratch reuse and argument checking.
+#include "kernels/cpu/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernel_test_util.h"
+#include "kernels/quant/traits.h"
+
+namespace strata::kernels {
+namespace {
+
+using test::Rng;
+
+// y = W x with W rows x cols of type t (random valid bytes) and n_tokens random rows x, checked
+// element-wise against sum(dequantized W * converted-then-dequantized x) in double, with
+// the dot-product tolerance of vec_dot_test.cpp.
+void check_against_double(DType t, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool& pool) {
+  Rng rng(static_cast<uint64_t>(rows * 31 + cols) + static_cast<uint64_t>(t));
+  const std::vector<uint8_t> w = test::random_weights(t, rows, cols, rng);
+  const std::vector<float> x = test::normal_floats(rng, n_tokens * cols);
+  std::vector<float> y(static_cast<size_t>(n_tokens * rows));
+  std::vector<uint8_t> scratch;
+  matmul(t, w.data(), rows, cols, x.data(), n_tokens, y.data(), pool, scratch);
+
+  // Activations as the kernel sees them (the quantizers are identical in both tables).
+  const DType at = type_traits(t).vec_dot_type;
+  const int64_t act_bytes = test::bytes_for(at, cols);
+  std::vector<uint8_t> act(static_cast<size_t>(act_bytes * n_tokens));
+  std::vector<float> af(x.size());
+  for (int64_t tok = 0; tok < n_tokens; ++tok) {
+    reference_type_traits(at).from_float(x.data() + tok * cols, act.data() + tok * act_bytes, cols);
+    reference_type_traits(at).to_float(act.data() + tok * act_bytes, af.data() + tok * cols, cols);
+  }
+  const int64_t w_bytes = test::bytes_for(t, cols);
+  std::vector<float> wf(static_cast<size_t>(cols));
+  int64_t checked = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* wr = w.data() + r * w_bytes;
+    reference_type_traits(t).to_float(wr, wf.data(), cols);
+    const std::vector<double> mags = test::weight_magnitudes(t, wr, wf.data(), cols);
+    for (int64_t tok = 0; tok < n_tokens; ++tok) {
+      const float* a = af.data() + tok * cols;
+      double exact = 0, mag = 0;
+      for (int64_t i = 0; i < cols; ++i) {
+        exact += static_cast<double>(wf[i]) * a[i];
+        mag += mags[i] * std::fabs(a[i]);
+      }
+      ASSERT_NEAR(y[tok * rows + r], exact, test::dot_tolerance(cols, mag))
+          << dtype_name(t) << " " << rows << "x" << cols << " row " << r << " token " << tok;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, rows * n_tokens);
+}
+
+TEST(Matmul, RealisticShapesMatchDoubleReference) {
+  ThreadPool pool(2);
+  for (DType t : test::weight_types()) {
+    check_against_double(t, 2048, 5632, 3, pool);
+    check_against_double(t, 5632, 2048, 2, pool);
+  }
+}
+
+TEST(Matmul, OddShapes) {
+  ThreadPool pool(3);
+  check_against_double(DType::F32, 37, 1001, 5, pool);  // SIMD tails
+  check_against_double(DType::F16, 3, 9, 2, pool);      // fewer rows than threads... almost
+  check_against_double(DType::Q4_0, 1, 96, 1, pool);    // odd number of blocks
+  check_against_double(DType::Q8_0, 2, 32, 9, pool);    // fewer rows than threads
+}
+
+// One token alone, the same token at position 3 of a batch of 7, with 1, 2 and 3 threads:
+// the outputs for that token must be bit-identical.
+TEST(Matmul, BatchAndThreadInvariance) {
+  const int64_t rows = 1001, cols = 2048, n_tokens = 7, pick = 3;
+  ThreadPool one(1), two(2), three(3);
+  for (DType t : test::weight_types()) {
+    Rng rng(40 + static_cast<uint64_t>(t));
+    const std::vector<uint8_t> w = test::random_weights(t, rows, cols, rng);
+    const std::vector<float> x = test::normal_floats(rng, n_tokens * cols);
+    std::vector<uint8_t> scratch;
+    std::vector<float> single(static_cast<size_t>(rows));
+    matmul(t, w.data(), rows, cols, x.data() + pick * cols, 1, single.data(), one, scratch);
+    for (ThreadPool* pool : {&one, &two, &three}) {
+      std::vector<float> batch(static_cast<size_t>(n_tokens * rows));
+      matmul(t, w.data(), rows, cols, x.data(), n_tokens, batch.data(), *pool, scratch);
+      EXPECT_EQ(std::memcmp(batch.data() + pick * rows, single.data(), rows * sizeof(float)), 0)
+          << dtype_name(t) << " with " << pool->size() << " threads";
+    }
+  }
+}
+
+TEST(Matmul, ReusesScratchOnceBigEnough) {
+  ThreadPool pool(2);
+  Rng rng(50);
+  const int64_t rows = 64, cols = 512;
+  const std::vector<uint8_t> w = test::random_weights(DType::Q4_K, rows, cols, rng);
+  const std::vector<float> x = test::normal_floats(rng, 8 * cols);
+  std::vector<float> y(static_cast<size_t>(8 * rows));
+  std::vector<uint8_t> scratch;
+  matmul(DType::Q4_K, w.data(), rows, cols, x.data(), 8, y.data(), pool, scratch);
+  EXPECT_EQ(scratch.size(), static_cast<size_t>(8 * test::bytes_for(DType::Q8_K, cols)));
+  const uint8_t* before = scratch.data();
+  for (int64_t n : {1, 5, 8}) {
+    matmul(DType::Q4_K, w.data(), rows, cols, x.data(), n, y.data(), pool, scratch);
+    EXPECT_EQ(scratch.data(), before) << n;
+  }
+}
+
+TEST(Matmul, RejectsBadArguments) {
+  ThreadPool pool(1);
+  std::vector<uint8_t> scratch;
+  std::vector<uint8_t> w(4096);
+  std::vector<float> x(512), y(64);
+  EXPECT_THROW(matmul(DType::Q4_0, w.data(), 2, 100, x.data(), 1, y.data(), pool, scratch), Error);
+  EXPECT_THROW(matmul(DType::Q4_K, w.data(), 2, 128, x.data(), 1, y.data(), pool, scratch), Error);
+  EXPECT_THROW(matmul(DType::Q8_K, w.data(), 2, 256, x.data(), 1, y.data(), pool, scratch), Error);
+  EXPECT_THROW(matmul(DType::Q5_K, w.data(), 2, 256, x.data(), 1, y.data(), pool, scratch), Error);
+  EXPECT_THROW(matmul(DType::F32, w.data(), -1, 4, x.data(), 1, y.data(), pool, scratch), Error);
+  EXPECT_THROW(matmul(DType::F32, w.data() + 1, 2, 4, x.data(), 1, y.data(), pool, scratch), Error);
+  EXPECT_THROW(matmul(DType::F32, nullptr, 2, 4, x.data(), 1, y.data(), pool, scratch), Error);
+  // Empty products are fine and write nothing.
+  y[0] = 42.0f;
+  matmul(DType::Q8_0, w.data(), 0, 64, x.data(), 1, y.data(), pool, scratch);
+  matmul(DType::Q8_0, w.data(), 2, 64, x.data(), 0, y.data(), pool, scratch);
+  EXPECT_EQ(y[0], 42.0f);
+}
+
+}  // namespace
+}  // namespace strata::kernels
