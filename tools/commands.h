@@ -12,6 +12,7 @@ void register_logits(CLI::App& app);
 void register_make_model(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_batch(CLI::App& app);
 
 inline void register_commands(CLI::App& app) {
   register_run(app);
@@ -21,6 +22,7 @@ inline void register_commands(CLI::App& app) {
   register_make_model(app);
   register_quantize(app);
   register_bench(app);
+  register_batch(app);
 }
 
 }  // namespace strata::tools

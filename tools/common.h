@@ -17,13 +17,16 @@ struct EngineFlags {
   int64_t ctx = 0;  // 0 = model's context length
   int64_t batch = 512;
 
-  void add(CLI::App& cmd) {
+  // `chunk_flag`: the serving commands take --prefill-chunk from ServingFlags instead.
+  void add(CLI::App& cmd, bool chunk_flag = true) {
     cmd.add_option("-m,--model", model_path, "model GGUF file")->required();
     cmd.add_option("-t,--threads", threads, "compute threads (default: physical cores)");
     cmd.add_option("--kv-type", kv_type, "KV cache element type: f32 or f16")->capture_default_str();
     cmd.add_option("-c,--ctx", ctx, "context length (default: the model's)");
-    cmd.add_option("--prefill-chunk", batch, "maximum prompt tokens per forward pass")
-        ->capture_default_str();
+    if (chunk_flag) {
+      cmd.add_option("--prefill-chunk", batch, "maximum prompt tokens per forward pass")
+          ->capture_default_str();
+    }
   }
 
   int thread_count() const { return threads > 0 ? threads : ThreadPool::default_threads(); }
