@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "golden/tiny_models.h"
+#include "support/tiny_models.h"
 #include "model/model.h"
 #include "runner/sequence_runner.h"
 #include "sample/sampler.h"

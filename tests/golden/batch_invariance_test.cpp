@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "golden/tiny_models.h"
+#include "support/tiny_models.h"
 #include "kv/block_pool.h"
 #include "model/model.h"
 #include "runner/sequence_runner.h"

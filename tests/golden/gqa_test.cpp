@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "golden/tiny_models.h"
+#include "support/tiny_models.h"
 #include "model/model.h"
 #include "runner/sequence_runner.h"
 #include "sample/sampler.h"
