@@ -90,7 +90,10 @@ class Engine {
   Engine(Model& model, ThreadPool& pool, const EngineConfig& config);
   ~Engine();
 
-  // Validates and queues a request (throws strata::Error naming the bad field).
+  // Throws strata::Error naming the bad field when the request cannot be served. Reads
+  // only configuration, so other threads may call it while the engine steps.
+  void validate(std::span<const int32_t> prompt, const RequestOptions& options) const;
+  // Validates and queues a request.
   RequestId add_request(std::vector<int32_t> prompt, const RequestOptions& options);
   // One scheduling iteration and one forward pass; outputs of every request that
   // produced a token, finished or was aborted since the last step. Valid until the next call.

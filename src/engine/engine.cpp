@@ -88,7 +88,7 @@ Engine::~Engine() = default;
 
 int64_t Engine::kv_capacity_tokens() const { return cache_.config().n_blocks * config_.block_size; }
 
-RequestId Engine::add_request(std::vector<int32_t> prompt, const RequestOptions& o) {
+void Engine::validate(std::span<const int32_t> prompt, const RequestOptions& o) const {
   const int64_t n_vocab = model_.config().n_vocab;
   if (prompt.empty()) throw Error("prompt: must contain at least one token");
   for (int32_t t : prompt) {
@@ -107,7 +107,11 @@ RequestId Engine::add_request(std::vector<int32_t> prompt, const RequestOptions&
   if (!(o.sampling.min_p >= 0.0f && o.sampling.min_p <= 1.0f)) throw Error("min_p: must be in [0, 1]");
   if (!(o.sampling.repetition_penalty > 0.0f)) throw Error("repetition_penalty: must be > 0");
   if (o.logprobs > 20) throw Error("logprobs: at most 20");
+}
 
+RequestId Engine::add_request(std::vector<int32_t> prompt, const RequestOptions& o) {
+  validate(prompt, o);
+  const int64_t n_vocab = model_.config().n_vocab;
   auto live = std::make_unique<Live>(o, n_vocab);
   auto req = std::make_unique<SchedRequest>();
   req->id = next_id_++;

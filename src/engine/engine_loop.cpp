@@ -1,0 +1,138 @@
+#include "engine/engine_loop.h"
+
+#include <chrono>
+
+#include "core/error.h"
+
+namespace strata {
+
+EngineLoop::EngineLoop(Engine& engine) : engine_(engine), metrics_(engine.metrics()) {
+  thread_ = std::thread([this] { run(); });
+}
+
+EngineLoop::~EngineLoop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+RequestId EngineLoop::submit(std::vector<int32_t> prompt, const RequestOptions& options, Callback on_output) {
+  engine_.validate(prompt, options);  // const and thread-safe: reads only configuration
+  const RequestId id = next_id_.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_) throw Error("engine is shutting down");
+    submissions_.push_back({id, std::move(prompt), options, std::move(on_output)});
+    ++in_flight_;
+  }
+  wake_.notify_all();
+  return id;
+}
+
+void EngineLoop::abort(RequestId id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    aborts_.push_back(id);
+  }
+  wake_.notify_all();
+}
+
+void EngineLoop::abort_all() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& p : submissions_) aborts_.push_back(p.id);
+    aborts_.push_back(0);  // 0 = every request the engine holds
+  }
+  wake_.notify_all();
+}
+
+size_t EngineLoop::in_flight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_flight_;
+}
+
+EngineMetrics EngineLoop::metrics() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return metrics_;
+}
+
+bool EngineLoop::wait_idle(double timeout_s) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return idle_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return in_flight_ == 0; });
+}
+
+void EngineLoop::run() {
+  std::vector<Pending> submissions;
+  std::vector<RequestId> aborts;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || !submissions_.empty() || !aborts_.empty() || engine_.has_work(); });
+      if (stop_) break;
+      submissions.swap(submissions_);
+      aborts.swap(aborts_);
+    }
+    for (auto& p : submissions) {
+      try {
+        const RequestId eid = engine_.add_request(std::move(p.prompt), p.options);
+        to_engine_[p.id] = eid;
+        from_engine_[eid] = {p.id, std::move(p.callback)};
+      } catch (const Error&) {
+        // Validated at submit; a failure here still ends the request cleanly.
+        RequestOutput o;
+        o.id = p.id;
+        o.finish = FinishReason::kAbort;
+        p.callback(o);
+        std::lock_guard<std::mutex> lock(mutex_);
+        --in_flight_;
+      }
+    }
+    submissions.clear();
+    for (RequestId id : aborts) {
+      if (id == 0) {
+        for (const auto& [loop_id, eid] : to_engine_) engine_.abort(eid);
+      } else if (const auto it = to_engine_.find(id); it != to_engine_.end()) {
+        engine_.abort(it->second);
+      }
+    }
+    aborts.clear();
+
+    size_t finished = 0;
+    for (const RequestOutput& out : engine_.step()) {
+      const auto it = from_engine_.find(out.id);
+      if (it == from_engine_.end()) continue;
+      RequestOutput o = out;
+      o.id = it->second.first;
+      it->second.second(o);
+      if (o.finished()) {
+        to_engine_.erase(o.id);
+        from_engine_.erase(it);
+        ++finished;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      in_flight_ -= finished;
+      metrics_ = engine_.metrics();
+    }
+    if (finished > 0) idle_.notify_all();
+  }
+  // Shutdown: end whatever is left so every callback sees a final output.
+  for (auto& [eid, entry] : from_engine_) {
+    RequestOutput o;
+    o.id = entry.first;
+    o.finish = FinishReason::kAbort;
+    entry.second(o);
+  }
+  for (auto& p : submissions_) {
+    RequestOutput o;
+    o.id = p.id;
+    o.finish = FinishReason::kAbort;
+    p.callback(o);
+  }
+}
+
+}  // namespace strata

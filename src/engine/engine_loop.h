@@ -1,0 +1,68 @@
+// The thread-safe front of the engine: one thread owns the Engine and steps it while
+// other threads (the HTTP server's) submit and abort requests. Outputs are delivered
+// through per-request callbacks that run on the engine thread, so they must be cheap
+// (hand the output to another thread's queue; detokenize there).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "strata/engine.h"
+
+namespace strata {
+
+class EngineLoop {
+ public:
+  using Callback = std::function<void(const RequestOutput&)>;
+
+  explicit EngineLoop(Engine& engine);
+  ~EngineLoop();  // aborts whatever is left and joins the thread
+  EngineLoop(const EngineLoop&) = delete;
+  EngineLoop& operator=(const EngineLoop&) = delete;
+
+  // Validates synchronously (throws strata::Error naming the bad field) and queues the
+  // request; `on_output` receives every output of it, the last one with a finish reason.
+  RequestId submit(std::vector<int32_t> prompt, const RequestOptions& options, Callback on_output);
+  // Aborts a request wherever it is (queued, prefilling or decoding); its final output
+  // carries FinishReason::kAbort. Unknown or finished ids are ignored.
+  void abort(RequestId id);
+  void abort_all();
+
+  // Requests submitted and not yet finished.
+  size_t in_flight() const;
+  // Metrics as of the last step (safe to call from any thread).
+  EngineMetrics metrics() const;
+  // Blocks until nothing is in flight or `timeout_s` passes; true if idle.
+  bool wait_idle(double timeout_s);
+
+ private:
+  struct Pending {
+    RequestId id;
+    std::vector<int32_t> prompt;
+    RequestOptions options;
+    Callback callback;
+  };
+  void run();
+
+  Engine& engine_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable idle_;
+  std::vector<Pending> submissions_;
+  std::vector<RequestId> aborts_;
+  bool stop_ = false;
+  std::atomic<RequestId> next_id_{1};
+  size_t in_flight_ = 0;
+  EngineMetrics metrics_;
+  // Engine-thread state: loop id <-> engine id, and callbacks.
+  std::unordered_map<RequestId, RequestId> to_engine_;
+  std::unordered_map<RequestId, std::pair<RequestId, Callback>> from_engine_;
+  std::thread thread_;
+};
+
+}  // namespace strata
