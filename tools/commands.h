@@ -13,6 +13,7 @@ void register_make_model(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_batch(CLI::App& app);
+void register_tokenize(CLI::App& app);  // tokenize and detokenize
 void register_serve(CLI::App& app);  // tools/serve.cpp
 
 inline void register_commands(CLI::App& app) {
@@ -24,6 +25,7 @@ inline void register_commands(CLI::App& app) {
   register_quantize(app);
   register_bench(app);
   register_batch(app);
+  register_tokenize(app);
 }
 
 }  // namespace strata::tools
