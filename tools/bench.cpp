@@ -202,6 +202,8 @@ void register_bench(CLI::App& app) {
   model->add_option("-r,--repetitions", mf->repetitions, "repetitions")->capture_default_str();
   model->add_option("-o,--output", mf->output, "md or json")->capture_default_str();
   model->callback([mf] { bench_model(*mf); });
+
+  register_bench_offline(*cmd);
 }
 
 }  // namespace strata::tools

@@ -12,6 +12,7 @@ void register_logits(CLI::App& app);
 void register_make_model(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_bench_offline(CLI::App& bench);  // a subcommand of bench
 void register_batch(CLI::App& app);
 void register_tokenize(CLI::App& app);  // tokenize and detokenize
 void register_serve(CLI::App& app);  // tools/serve.cpp
@@ -25,6 +26,9 @@ inline void register_commands(CLI::App& app) {
   register_quantize(app);
   register_bench(app);
   register_batch(app);
+#ifdef STRATA_HAS_SERVER
+  register_serve(app);
+#endif
   register_tokenize(app);
 }
 
