@@ -15,6 +15,7 @@ void register_bench(CLI::App& app);
 void register_bench_offline(CLI::App& bench);  // a subcommand of bench
 void register_batch(CLI::App& app);
 void register_tokenize(CLI::App& app);  // tokenize and detokenize
+void register_template(CLI::App& app);
 void register_serve(CLI::App& app);  // tools/serve.cpp
 
 inline void register_commands(CLI::App& app) {
@@ -30,6 +31,7 @@ inline void register_commands(CLI::App& app) {
   register_serve(app);
 #endif
   register_tokenize(app);
+  register_template(app);
 }
 
 }  // namespace strata::tools

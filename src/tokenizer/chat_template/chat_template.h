@@ -1,0 +1,64 @@
+// Chat templates: the Jinja2 `tokenizer.chat_template` strings that models ship, rendered
+// the way transformers' apply_chat_template renders them (Jinja2 sandbox with
+// trim_blocks and lstrip_blocks, Python value semantics), by a sandboxed interpreter.
+//
+// Templates and message data are untrusted: every failure, including exceeding the
+// sandbox limits below, throws strata::Error("template:line:col: message").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace strata::chat {
+
+struct RenderOptions {
+  bool add_generation_prompt = false;
+  std::string bos_token{}, eos_token{};
+  std::optional<std::time_t> now{};  // pins strftime_now(); unset = the real clock (UTC)
+  // Extra template variables (tools, documents, enable_thinking, ...). nlohmann::json
+  // stores object keys sorted; use extra_ordered when key order must survive into the
+  // output (tool schemas printed with tojson).
+  nlohmann::json extra = nlohmann::json::object();
+  nlohmann::ordered_json extra_ordered = nlohmann::ordered_json::object();  // wins over `extra`
+
+  // Sandbox limits.
+  int64_t max_loop_iterations = 1'000'000;  // all loop iterations of one render (and range() sizes)
+  int max_recursion_depth = 200;            // nested macro calls
+  size_t max_output_bytes = 16 << 20;       // the output, and any single string built on the way
+};
+
+struct Program;
+
+class ChatTemplate {
+ public:
+  // Parses `source` now; `name` prefixes error messages.
+  ChatTemplate(std::string source, std::string name);
+  ~ChatTemplate();
+  ChatTemplate(ChatTemplate&&) noexcept;
+  ChatTemplate& operator=(ChatTemplate&&) noexcept;
+
+  // messages: an array of {role, content, ...} objects. Rendering is const and
+  // thread-safe: each call has its own interpreter state.
+  std::string render(const nlohmann::json& messages, const RenderOptions& opts) const;
+  // The same, for messages whose object keys must keep their order (Python dicts do).
+  std::string render_ordered(const nlohmann::ordered_json& messages,
+                             const RenderOptions& opts) const;
+
+  const std::string& name() const { return name_; }
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+  std::string name_;
+  std::unique_ptr<Program> program_;
+};
+
+// The ChatML template used when a model ships none.
+std::string default_chatml_template();
+
+}  // namespace strata::chat
