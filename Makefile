@@ -7,7 +7,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PROMPT ?= Once upon a time
 
-.PHONY: deps build demo test asan clean
+.PHONY: deps build demo test fuzz-smoke asan clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -25,6 +25,10 @@ demo: $(BUILD)/aidreams260K.gguf
 
 test: build
 	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
+
+# libFuzzer targets (tokenizer, chat templates) for FUZZ_SECONDS each (default 60).
+fuzz-smoke: deps
+	bash scripts/fuzz-smoke.sh
 
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan: deps

@@ -1,10 +1,11 @@
 // matmul throughput per weight type at Llama-like shapes (rows x cols: 2048x2048,
 // 5632x2048 as in the FFN up/gate projections, 2048x5632 as in the down projection), for
-// decode (1 token) and a small prefill batch (16 tokens).
+// decode (1 token), batched decode (16 tokens) and prefill (64 and 512 tokens).
 //
 // Counters: `weights` = weight bytes read per call as a rate (GB/s, what bounds decode),
 // `flops` = 2 * rows * cols * tokens as a rate (GFLOP/s, what bounds prefill).
-// Usage: kernels_matmul_bench [--threads=N] [google benchmark flags]
+// Usage: kernels_matmul_bench [--threads=N] [google benchmark flags], for example
+//   --benchmark_filter='matmul/q4_0/.*/tokens:(1|512)/'
 // (N defaults to ThreadPool::default_threads(); set STRATA_NO_AVX2=1 for scalar kernels).
 #include <benchmark/benchmark.h>
 
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
   const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};
   for (DType t : types) {
     for (const auto& shape : shapes) {
-      for (int64_t tokens : {1, 16}) {
+      for (int64_t tokens : {1, 16, 64, 512}) {
         const std::string name = "matmul/" + std::string(strata::dtype_name(t)) + "/" +
                                  std::to_string(shape[0]) + "x" + std::to_string(shape[1]) +
                                  "/tokens:" + std::to_string(tokens) +

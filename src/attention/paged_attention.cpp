@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "attention/tile_kernels.h"
 #include "kernels/quant/traits.h"
 
 namespace strata {
@@ -92,6 +93,7 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
   const int64_t q_row = shape.n_heads * hd;
   const ScratchLayout lay = layout(shape, bs);
   const int64_t n_items = batch.n_tokens() * shape.n_kv_heads;
+  const attention::TileKernels& tk = attention::tile_kernels();
 
   pool.run([&](int tid, int nt) {
     float* buf = scratch.thread_buffer(tid);
@@ -117,28 +119,17 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
         const float* kt = tile_as_f32(cache.k_tile(layer, block, g), cfg.dtype, n_valid * hd, ktmp);
         const float* vt = tile_as_f32(cache.v_tile(layer, block, g), cfg.dtype, n_valid * hd, vtmp);
         for (int64_t r = 0; r < n_rep; ++r) {
-          const float* qh = qg + r * hd;
           float* sc = scores + r * bs;
-          float block_max = -std::numeric_limits<float>::infinity();
-          for (int64_t j = 0; j < n_valid; ++j) {
-            const float* kj = kt + j * hd;
-            float dot = 0.0f;
-            for (int64_t d = 0; d < hd; ++d) dot += qh[d] * kj[d];
-            sc[j] = dot * shape.scale;
-            block_max = std::max(block_max, sc[j]);
-          }
+          const float block_max = tk.scores(qg + r * hd, kt, n_valid, hd, shape.scale, sc);
           // Online softmax: rescale what was accumulated under the old running max.
           const float new_max = std::max(mx[r], block_max);
           const float correction = std::exp(mx[r] - new_max);
-          float* a = acc + r * hd;
           sum[r] *= correction;
-          for (int64_t d = 0; d < hd; ++d) a[d] *= correction;
           for (int64_t j = 0; j < n_valid; ++j) {
-            const float p = std::exp(sc[j] - new_max);
-            sum[r] += p;
-            const float* vj = vt + j * hd;
-            for (int64_t d = 0; d < hd; ++d) a[d] += p * vj[d];
+            sc[j] = std::exp(sc[j] - new_max);
+            sum[r] += sc[j];
           }
+          tk.accumulate(sc, vt, n_valid, hd, correction, acc + r * hd);
           mx[r] = new_max;
         }
       }

@@ -183,12 +183,17 @@ TEST(EngineLoop, AbortFromAnotherThreadEndsTheRequest) {
   EngineLoop loop(engine);
   std::promise<FinishReason> done;
   std::atomic<int> tokens{0};
+  std::atomic<bool> abort_sent{false};
   const RequestId id = loop.submit(prompt_of(5), greedy(100), [&](const RequestOutput& o) {
     tokens += static_cast<int>(o.new_tokens.size());
     if (o.finished()) done.set_value(o.finish);
+    // Hold the engine thread after the third token until the abort is queued, so the
+    // request cannot run to its length limit first on a loaded machine.
+    while (tokens >= 3 && !abort_sent) std::this_thread::yield();
   });
   while (tokens < 3) std::this_thread::yield();
   loop.abort(id);
+  abort_sent = true;
   EXPECT_EQ(done.get_future().get(), FinishReason::kAbort);
   EXPECT_TRUE(loop.wait_idle(5));
   EXPECT_EQ(loop.metrics().kv.used, 0);

@@ -9,11 +9,15 @@
 namespace strata::kernels {
 namespace {
 
-// A block of weight rows this large stays in L2 while every token of the batch passes
+// A panel of weight rows this large stays in L2 while every token of the batch passes
 // over it, so prefill reads each weight row from memory once.
-constexpr int64_t kRowBlockBytes = 128 * 1024;
+constexpr int64_t kRowBlockBytes = 256 * 1024;
 
-using VecDotFn = float (*)(int64_t, const void*, const void*);
+// Threads get whole groups of this many rows, the GEMV tile height of the AVX2 kernels.
+constexpr int64_t kRowGrain = 4;
+
+using GemmFn = void (*)(int64_t, const void*, int64_t, int64_t, const void*, int64_t, int64_t,
+                        float*, int64_t);
 
 struct MatmulPlan {
   const uint8_t* w;  // rows x w_row_bytes
@@ -24,21 +28,18 @@ struct MatmulPlan {
   int64_t act_row_bytes;
   int64_t n_tokens;
   float* y;  // n_tokens x rows
-  VecDotFn vec_dot;
+  GemmFn gemm;
 };
 
-// Computes y for weight rows [r0, r1) and every token. The unit of work is one
-// (row, token) dot product; a register-blocked GEMM can replace the two inner loops as
-// long as each output keeps vec_dot's reduction order.
+// Computes y for weight rows [r0, r1) and every token, one L2-sized panel of rows at a
+// time. The gemm kernel tiles rows x tokens, and every output it writes is bit-identical
+// to vec_dot's, so neither the panel nor the thread split changes results.
 void compute_rows(const MatmulPlan& p, int64_t r0, int64_t r1) {
-  const int64_t block = std::max<int64_t>(1, kRowBlockBytes / p.w_row_bytes);
-  for (int64_t rb = r0; rb < r1; rb += block) {
-    const int64_t re = std::min(r1, rb + block);
-    for (int64_t t = 0; t < p.n_tokens; ++t) {
-      const uint8_t* a = p.act + t * p.act_row_bytes;
-      float* yt = p.y + t * p.rows;
-      for (int64_t r = rb; r < re; ++r) yt[r] = p.vec_dot(p.cols, p.w + r * p.w_row_bytes, a);
-    }
+  const int64_t panel = std::max<int64_t>(kRowGrain, kRowBlockBytes / p.w_row_bytes);
+  for (int64_t rb = r0; rb < r1; rb += panel) {
+    const int64_t re = std::min(r1, rb + panel);
+    p.gemm(p.cols, p.w + rb * p.w_row_bytes, p.w_row_bytes, re - rb, p.act, p.act_row_bytes,
+           p.n_tokens, p.y + rb, p.rows);
   }
 }
 
@@ -65,7 +66,7 @@ void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float*
             int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch) {
   check_args(wtype, w, rows, cols, x, n_tokens, y);
   const TypeTraits& wt = type_traits(wtype);
-  if (wt.vec_dot == nullptr) {
+  if (wt.vec_dot == nullptr || wt.gemm == nullptr) {
     throw Error("matmul: " + std::string(dtype_name(wtype)) + " is not a weight type");
   }
   MatmulPlan plan{};
@@ -75,7 +76,7 @@ void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float*
   plan.cols = cols;
   plan.n_tokens = n_tokens;
   plan.y = y;
-  plan.vec_dot = wt.vec_dot;
+  plan.gemm = wt.gemm;
   plan.act_row_bytes = row_bytes(wt.vec_dot_type, cols, "matmul cols");
   if (rows == 0 || n_tokens == 0) return;
 
@@ -97,7 +98,10 @@ void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float*
     }
     plan.act = act;
   }
-  pool.parallel_for(rows, [&](int64_t r0, int64_t r1) { compute_rows(plan, r0, r1); });
+  const int64_t groups = (rows + kRowGrain - 1) / kRowGrain;
+  pool.parallel_for(groups, [&](int64_t g0, int64_t g1) {
+    compute_rows(plan, g0 * kRowGrain, std::min(rows, g1 * kRowGrain));
+  });
 }
 
 }  // namespace strata::kernels

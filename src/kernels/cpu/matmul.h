@@ -17,9 +17,11 @@ namespace strata::kernels {
 // Activations are converted to the weight type's vec_dot_type once per token row into
 // `scratch`, which grows as needed and is reused (no allocation once it is big enough;
 // F32/F16/BF16 weights use x directly and leave scratch alone).
-// Rows are split across the pool's threads. Every y[t*rows + r] is computed by the same
-// vec_dot on the same bytes, so results are bit-identical whatever n_tokens is and however
-// many threads run. Throws strata::Error on unsupported types or invalid shapes.
+// Rows are split across the pool's threads in L2-sized panels, and each panel is computed
+// by the type's register-blocked gemm kernel (several rows x several tokens per inner loop,
+// so a weight block loaded once serves many tokens). Every y[t*rows + r] is bit-identical
+// to vec_dot(W row r, x row t), so results do not depend on n_tokens, on the other tokens
+// of the batch or on the number of threads. Throws strata::Error on unsupported types or invalid shapes.
 void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float* x,
             int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch);
 

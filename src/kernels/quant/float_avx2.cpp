@@ -5,8 +5,8 @@
 // Dot products: 4 accumulators of 8 lanes; element i goes to accumulator (i / 8) % 4 while
 // 32-element steps remain, then 8-element steps go to accumulator 0, the accumulators are
 // combined as (a0 + a1) + (a2 + a3), reduced with hsum(), and the last n % 8 elements are
-// added one by one with fma. A register-blocked GEMM that wants to stay bit-identical to
-// matmul's per-row path must reproduce this order.
+// added one by one with fma. The gemm kernels run the same template with several tokens per
+// weight row, so their outputs are bit-identical to vec_dot's.
 #include "kernels/quant/avx2_util.h"
 #include "kernels/quant/kernels_avx2.h"
 
@@ -26,40 +26,109 @@ inline float bf16_scalar(uint16_t h) {
   return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(h) << 16)));
 }
 
-template <class Load8, class Load1, class T>
-float dot_widened(int64_t n, const T* w, const float* a, Load8 load8, Load1 load1) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+// One weight row against T activation rows, each with its own four accumulators in the
+// order above; the weight vectors are loaded and widened once for all T tokens. With T = 1
+// this is the vec_dot, so gemm outputs are bit-identical to vec_dot's.
+template <int T, class Load8, class Load1, class W>
+void dot_widened_tile(int64_t n, const W* w, const float* a, int64_t a_stride, float* y,
+                      int64_t ldy, Load8 load8, Load1 load1) {
+  __m256 acc[T][4];
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    for (int k = 0; k < 4; ++k) acc[t][k] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    acc0 = _mm256_fmadd_ps(load8(w + i), _mm256_loadu_ps(a + i), acc0);
-    acc1 = _mm256_fmadd_ps(load8(w + i + 8), _mm256_loadu_ps(a + i + 8), acc1);
-    acc2 = _mm256_fmadd_ps(load8(w + i + 16), _mm256_loadu_ps(a + i + 16), acc2);
-    acc3 = _mm256_fmadd_ps(load8(w + i + 24), _mm256_loadu_ps(a + i + 24), acc3);
+    const __m256 w0 = load8(w + i), w1 = load8(w + i + 8), w2 = load8(w + i + 16),
+                 w3 = load8(w + i + 24);
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const float* at = a + t * a_stride + i;
+      acc[t][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(at), acc[t][0]);
+      acc[t][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(at + 8), acc[t][1]);
+      acc[t][2] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(at + 16), acc[t][2]);
+      acc[t][3] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(at + 24), acc[t][3]);
+    }
   }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load8(w + i), _mm256_loadu_ps(a + i), acc0);
-  float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-  for (; i < n; ++i) sum = fma_ss(load1(w[i]), a[i], sum);
-  return sum;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 w0 = load8(w + i);
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      acc[t][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a + t * a_stride + i), acc[t][0]);
+    }
+  }
+  #pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+    const float* at = a + t * a_stride;
+    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]),
+                                   _mm256_add_ps(acc[t][2], acc[t][3])));
+    for (int64_t j = i; j < n; ++j) sum = fma_ss(load1(w[j]), at[j], sum);
+    y[t * ldy] = sum;
+  }
 }
+
+template <class Load8, class Load1, class W>
+float dot_widened(int64_t n, const W* w, const float* a, Load8 load8, Load1 load1) {
+  float y = 0.0f;
+  dot_widened_tile<1>(n, w, a, 0, &y, 0, load8, load1);
+  return y;
+}
+
+// Tokens in groups of 3 (12 accumulators), every row of the panel per group.
+template <class W, class Load8, class Load1>
+void gemm_widened(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                  int64_t a_stride, int64_t nt, float* y, int64_t ldy, Load8 load8, Load1 load1) {
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* ap = static_cast<const float*>(a);
+  const int64_t as = a_stride / static_cast<int64_t>(sizeof(float));
+  auto rows = [&]<int T>(const float* at, float* yt) {
+    for (int64_t r = 0; r < nr; ++r) {
+      dot_widened_tile<T>(n, reinterpret_cast<const W*>(wp + r * w_stride), at, as, yt + r, ldy,
+                          load8, load1);
+    }
+  };
+  int64_t t = 0;
+  for (; t + 3 <= nt; t += 3) rows.template operator()<3>(ap + t * as, y + t * ldy);
+  if (nt - t == 2) rows.template operator()<2>(ap + t * as, y + t * ldy);
+  if (nt - t == 1) rows.template operator()<1>(ap + t * as, y + t * ldy);
+}
+
+const auto kLoadF32 = [](const float* p) { return _mm256_loadu_ps(p); };
+const auto kLoadF32x1 = [](float v) { return v; };
+const auto kLoadF16 = [](const uint16_t* p) { return load_f16x8(p); };
+const auto kLoadF16x1 = [](uint16_t h) { return half_to_float(h); };
+const auto kLoadBF16 = [](const uint16_t* p) { return load_bf16x8(p); };
+const auto kLoadBF16x1 = [](uint16_t h) { return bf16_scalar(h); };
 
 }  // namespace
 
 float f32_vec_dot(int64_t n, const void* w, const void* a) {
-  return dot_widened(
-      n, static_cast<const float*>(w), static_cast<const float*>(a),
-      [](const float* p) { return _mm256_loadu_ps(p); }, [](float v) { return v; });
+  return dot_widened(n, static_cast<const float*>(w), static_cast<const float*>(a), kLoadF32,
+                     kLoadF32x1);
 }
 
 float f16_vec_dot(int64_t n, const void* w, const void* a) {
-  return dot_widened(
-      n, static_cast<const uint16_t*>(w), static_cast<const float*>(a),
-      [](const uint16_t* p) { return load_f16x8(p); }, [](uint16_t h) { return half_to_float(h); });
+  return dot_widened(n, static_cast<const uint16_t*>(w), static_cast<const float*>(a), kLoadF16,
+                     kLoadF16x1);
 }
 
 float bf16_vec_dot(int64_t n, const void* w, const void* a) {
-  return dot_widened(
-      n, static_cast<const uint16_t*>(w), static_cast<const float*>(a),
-      [](const uint16_t* p) { return load_bf16x8(p); }, [](uint16_t h) { return bf16_scalar(h); });
+  return dot_widened(n, static_cast<const uint16_t*>(w), static_cast<const float*>(a), kLoadBF16,
+                     kLoadBF16x1);
+}
+
+void f32_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+              int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_widened<float>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, kLoadF32, kLoadF32x1);
+}
+
+void f16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+              int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_widened<uint16_t>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, kLoadF16, kLoadF16x1);
+}
+
+void bf16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_widened<uint16_t>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, kLoadBF16, kLoadBF16x1);
 }
 
 void f16_to_float(const void* src, float* dst, int64_t n) {

@@ -13,13 +13,28 @@ void bf16_from_float(const float* src, void* dst, int64_t n);
 float f32_vec_dot(int64_t n, const void* w, const void* a);
 float f16_vec_dot(int64_t n, const void* w, const void* a);
 float bf16_vec_dot(int64_t n, const void* w, const void* a);
+void f32_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+              int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void f16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+              int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void bf16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
 void q8_0_from_float(const float* src, void* dst, int64_t n);
 float q8_0_vec_dot(int64_t n, const void* w, const void* a);
 float q4_0_vec_dot(int64_t n, const void* w, const void* a);
+// Tiles of the same micro-kernel as the vec_dots above (see TypeTraits::gemm).
+void q8_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q4_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
 void q8_k_from_float(const float* src, void* dst, int64_t n);
 float q4_k_vec_dot(int64_t n, const void* w, const void* a);
 float q6_k_vec_dot(int64_t n, const void* w, const void* a);
+void q4_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q6_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
 }  // namespace strata::kernels::avx2

@@ -1,10 +1,13 @@
 // AVX2 kernels for Q8_0 and Q4_0 weights against Q8_0 activations, and the AVX2 Q8_0
 // quantizer (bit-identical to ref::q8_0_from_float).
 //
-// Dot-product reduction order: each block's 32 products are summed exactly in int32 (8 lanes),
-// converted to float and multiplied-added by d_w * d_a into one of two 8-lane accumulators
-// (even blocks -> acc0, odd blocks -> acc1, an odd last block -> acc0); the result is
-// hsum(acc0 + acc1).
+// Dot-product reduction order, shared by vec_dot and gemm (vec_dot is gemm with one row and
+// one token, so the same template computes every output): each block's 32 products are
+// summed exactly in int32 (8 lanes, lane i holding elements 4i..4i+3), converted to float
+// and multiplied-added as acc = fma(d_w * d_a, sums, acc) into one of two 8-lane
+// accumulators per (row, token) (even blocks -> acc0, odd blocks -> acc1, an odd last
+// block -> acc0); the result is hsum(acc0 + acc1). No output depends on which tile, batch
+// or thread computed it.
 #include "kernels/quant/avx2_util.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx2.h"
@@ -12,44 +15,110 @@
 namespace strata::kernels::avx2 {
 namespace {
 
-// Unsigned nibbles of a Q4_0 block in element order (low nibbles, then high nibbles).
-inline __m256i load_q4_0_nibbles(const BlockQ4_0& block) {
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
-  const __m256i both =
-      _mm256_inserti128_si256(_mm256_castsi128_si256(packed), _mm_srli_epi16(packed, 4), 1);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
-}
-
-// sum((q - 8) * a) as 8 int32 lanes: maddubs takes the unsigned nibbles directly, and
-// maddubs(8, a) removes the offset; both int16 pair sums stay within 2 * 15 * 127.
-inline __m256i dot_q4_0(__m256i nibbles, __m256i a) {
-  const __m256i qa = _mm256_maddubs_epi16(nibbles, a);
-  const __m256i offset = _mm256_maddubs_epi16(_mm256_set1_epi8(8), a);
-  return _mm256_madd_epi16(_mm256_sub_epi16(qa, offset), _mm256_set1_epi16(1));
-}
-
 inline __m256i load_q8_0(const BlockQ8_0& block) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs));
 }
 
-template <class WBlock, class DotBlock>
-float dot_blocks(int64_t n, const void* w, const void* a, DotBlock dot_block) {
-  const WBlock* wb = static_cast<const WBlock*>(w);
-  const BlockQ8_0* ab = static_cast<const BlockQ8_0*>(a);
-  const int64_t nb = n / kQK8_0;
-  auto step = [&](int64_t b, __m256 acc) {
-    const float d = half_to_float(wb[b].d) * half_to_float(ab[b].d);
-    const __m256i sums = dot_block(wb[b], load_q8_0(ab[b]));
-    return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sums), acc);
+// A weight block's quants as signed int8 in element order (Q4_0: low nibbles, then high
+// nibbles, minus the offset 8).
+inline __m256i signed_quants(const BlockQ8_0& block) {
+  return load_q8_0(block);
+}
+inline __m256i signed_quants(const BlockQ4_0& block) {
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
+  const __m256i both =
+      _mm256_inserti128_si256(_mm256_castsi128_si256(packed), _mm_srli_epi16(packed, 4), 1);
+  return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
+}
+
+// One tile of R weight rows x T tokens with two accumulators per output (even blocks ->
+// acc0, odd blocks -> acc1, an odd last block -> acc0; result hsum(acc0 + acc1)), so even
+// a one-row GEMV has two independent fma chains. Each weight block is unpacked once (w and
+// |w| for dot_i8's sign trick, see avx2_util.h) and used for all T tokens.
+template <class WBlock, int R, int T>
+void gemm_tile(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
+               int64_t a_stride, float* y, int64_t ldy) {
+  // The loops over R and T are unrolled fully: the accumulators stay in registers, and each
+  // row's loads get their own instruction, whose constant stride the prefetcher follows.
+  __m256 acc[2][R][T];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[0][r][t] = acc[1][r][t] = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  auto step = [&](int64_t b, __m256 (&acc_b)[R][T]) {
+    __m256 da[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      da[t] = _mm256_set1_ps(half_to_float(reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b].d));
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const WBlock& wb = reinterpret_cast<const WBlock*>(w + r * w_stride)[b];
+      const __m256i wq = signed_quants(wb);
+      const __m256i aw = _mm256_sign_epi8(wq, wq);
+      const __m256 dw = _mm256_set1_ps(half_to_float(wb.d));
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const BlockQ8_0& ab = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b];
+        const __m256i sa = _mm256_sign_epi8(load_q8_0(ab), wq);
+        const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sa), ones);
+        acc_b[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da[t]), _mm256_cvtepi32_ps(sums), acc_b[r][t]);
+      }
+    }
   };
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   int64_t b = 0;
   for (; b + 2 <= nb; b += 2) {
-    acc0 = step(b, acc0);
-    acc1 = step(b + 1, acc1);
+    step(b, acc[0]);
+    step(b + 1, acc[1]);
   }
-  if (b < nb) acc0 = step(b, acc0);
-  return hsum(_mm256_add_ps(acc0, acc1));
+  if (b < nb) step(b, acc[0]);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) y[t * ldy + r] = hsum(_mm256_add_ps(acc[0][r][t], acc[1][r][t]));
+}
+
+// All rows for T tokens: single rows for one token (a GEMV streams one row at a time, as
+// the prefetcher likes best), 2-row tiles otherwise.
+template <class WBlock, int T>
+void gemm_rows(int64_t nb, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a,
+               int64_t a_stride, float* y, int64_t ldy) {
+  constexpr int kRows = T == 1 ? 1 : T == 4 ? 1 : 2;
+  int64_t r = 0;
+  for (; r + kRows <= nr; r += kRows)
+    gemm_tile<WBlock, kRows, T>(nb, w + r * w_stride, w_stride, a, a_stride, y + r, ldy);
+  for (; r < nr; ++r) gemm_tile<WBlock, 1, T>(nb, w + r * w_stride, w_stride, a, a_stride, y + r, ldy);
+}
+
+// Tokens in groups of 4 form the outer loop, so a group's activation rows stay in L1 while
+// the weight rows (a panel the caller sized for L2) stream past.
+template <class WBlock>
+void gemm_blocks(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                 int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  const int64_t nb = n / kQK8_0;
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  int64_t t = 0;
+  for (; t + 4 <= nt; t += 4) {
+    gemm_rows<WBlock, 4>(nb, wp, w_stride, nr, ap + t * a_stride, a_stride, y + t * ldy, ldy);
+  }
+  const uint8_t* at = ap + t * a_stride;
+  float* yt = y + t * ldy;
+  switch (nt - t) {
+    case 3: gemm_rows<WBlock, 3>(nb, wp, w_stride, nr, at, a_stride, yt, ldy); break;
+    case 2: gemm_rows<WBlock, 2>(nb, wp, w_stride, nr, at, a_stride, yt, ldy); break;
+    case 1: gemm_rows<WBlock, 1>(nb, wp, w_stride, nr, at, a_stride, yt, ldy); break;
+    default: break;
+  }
+}
+
+template <class WBlock>
+float vec_dot_blocks(int64_t n, const void* w, const void* a) {
+  float y = 0.0f;
+  gemm_tile<WBlock, 1, 1>(n / kQK8_0, static_cast<const uint8_t*>(w), 0,
+                          static_cast<const uint8_t*>(a), 0, &y, 0);
+  return y;
 }
 
 // roundf() semantics (ties away from zero) after clamping to [-limit, limit], exactly as
@@ -69,13 +138,21 @@ inline __m256 round_away_clamped(__m256 v, float limit) {
 }  // namespace
 
 float q8_0_vec_dot(int64_t n, const void* w, const void* a) {
-  return dot_blocks<BlockQ8_0>(
-      n, w, a, [](const BlockQ8_0& wq, __m256i aq) { return dot_i8(load_q8_0(wq), aq); });
+  return vec_dot_blocks<BlockQ8_0>(n, w, a);
 }
 
 float q4_0_vec_dot(int64_t n, const void* w, const void* a) {
-  return dot_blocks<BlockQ4_0>(
-      n, w, a, [](const BlockQ4_0& wq, __m256i aq) { return dot_q4_0(load_q4_0_nibbles(wq), aq); });
+  return vec_dot_blocks<BlockQ4_0>(n, w, a);
+}
+
+void q8_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_blocks<BlockQ8_0>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+
+void q4_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_blocks<BlockQ4_0>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 void q8_0_from_float(const float* src, void* dst, int64_t n) {

@@ -25,6 +25,20 @@ void add(Table& table, const TypeTraits& traits) {
   table[index_of(traits.type)] = traits;
 }
 
+using VecDotFn = float (*)(int64_t, const void*, const void*);
+
+// TypeTraits::gemm for kernels without a tiled version: one vec_dot per output, so the
+// results are vec_dot's by construction.
+template <VecDotFn vec_dot>
+void gemm_by_vec_dot(int64_t n, const void* w, int64_t w_stride, int64_t n_rows, const void* a,
+                     int64_t a_stride, int64_t n_tokens, float* y, int64_t ldy) {
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t r = 0; r < n_rows; ++r) y[t * ldy + r] = vec_dot(n, wp + r * w_stride, ap + t * a_stride);
+  }
+}
+
 // The block structs must agree with the dtype table that sizes tensors read from files.
 void check_block_size(DType t, size_t struct_size, int64_t elements) {
   const DTypeInfo info = dtype_info(t);
@@ -41,14 +55,21 @@ Table build_reference() {
   check_block_size(DType::Q6_K, sizeof(BlockQ6_K), kQK_K);
   check_block_size(DType::Q8_K, sizeof(BlockQ8_K), kQK_K);
   Table t{};
-  add(t, {DType::F32, ref::f32_to_float, ref::f32_from_float, DType::F32, ref::f32_vec_dot});
-  add(t, {DType::F16, ref::f16_to_float, ref::f16_from_float, DType::F32, ref::f16_vec_dot});
-  add(t, {DType::BF16, ref::bf16_to_float, ref::bf16_from_float, DType::F32, ref::bf16_vec_dot});
-  add(t, {DType::Q8_0, ref::q8_0_to_float, ref::q8_0_from_float, DType::Q8_0, ref::q8_0_vec_dot});
-  add(t, {DType::Q4_0, ref::q4_0_to_float, ref::q4_0_from_float, DType::Q8_0, ref::q4_0_vec_dot});
-  add(t, {DType::Q4_K, ref::q4_k_to_float, ref::q4_k_from_float, DType::Q8_K, ref::q4_k_vec_dot});
-  add(t, {DType::Q6_K, ref::q6_k_to_float, ref::q6_k_from_float, DType::Q8_K, ref::q6_k_vec_dot});
-  add(t, {DType::Q8_K, ref::q8_k_to_float, ref::q8_k_from_float, DType::Q8_K, nullptr});
+  add(t, {DType::F32, ref::f32_to_float, ref::f32_from_float, DType::F32,
+              ref::f32_vec_dot, gemm_by_vec_dot<ref::f32_vec_dot>});
+  add(t, {DType::F16, ref::f16_to_float, ref::f16_from_float, DType::F32,
+              ref::f16_vec_dot, gemm_by_vec_dot<ref::f16_vec_dot>});
+  add(t, {DType::BF16, ref::bf16_to_float, ref::bf16_from_float, DType::F32,
+              ref::bf16_vec_dot, gemm_by_vec_dot<ref::bf16_vec_dot>});
+  add(t, {DType::Q8_0, ref::q8_0_to_float, ref::q8_0_from_float, DType::Q8_0,
+              ref::q8_0_vec_dot, gemm_by_vec_dot<ref::q8_0_vec_dot>});
+  add(t, {DType::Q4_0, ref::q4_0_to_float, ref::q4_0_from_float, DType::Q8_0,
+              ref::q4_0_vec_dot, gemm_by_vec_dot<ref::q4_0_vec_dot>});
+  add(t, {DType::Q4_K, ref::q4_k_to_float, ref::q4_k_from_float, DType::Q8_K,
+              ref::q4_k_vec_dot, gemm_by_vec_dot<ref::q4_k_vec_dot>});
+  add(t, {DType::Q6_K, ref::q6_k_to_float, ref::q6_k_from_float, DType::Q8_K,
+              ref::q6_k_vec_dot, gemm_by_vec_dot<ref::q6_k_vec_dot>});
+  add(t, {DType::Q8_K, ref::q8_k_to_float, ref::q8_k_from_float, DType::Q8_K, nullptr, nullptr});
   return t;
 }
 
@@ -65,13 +86,20 @@ Table build_fast() {
   bf16.to_float = avx2::bf16_to_float;
   bf16.from_float = avx2::bf16_from_float;
   bf16.vec_dot = avx2::bf16_vec_dot;
+  bf16.gemm = avx2::bf16_gemm;
+  f16.gemm = avx2::f16_gemm;
   t[index_of(DType::F32)].vec_dot = avx2::f32_vec_dot;
+  t[index_of(DType::F32)].gemm = avx2::f32_gemm;
   t[index_of(DType::Q8_0)].from_float = avx2::q8_0_from_float;
   t[index_of(DType::Q8_0)].vec_dot = avx2::q8_0_vec_dot;
+  t[index_of(DType::Q8_0)].gemm = avx2::q8_0_gemm;
   t[index_of(DType::Q4_0)].vec_dot = avx2::q4_0_vec_dot;
+  t[index_of(DType::Q4_0)].gemm = avx2::q4_0_gemm;
   t[index_of(DType::Q8_K)].from_float = avx2::q8_k_from_float;
   t[index_of(DType::Q4_K)].vec_dot = avx2::q4_k_vec_dot;
+  t[index_of(DType::Q4_K)].gemm = avx2::q4_k_gemm;
   t[index_of(DType::Q6_K)].vec_dot = avx2::q6_k_vec_dot;
+  t[index_of(DType::Q6_K)].gemm = avx2::q6_k_gemm;
   return t;
 }
 

@@ -32,6 +32,12 @@ struct TypeTraits {
   DType vec_dot_type;
   // Dot product of n elements; nullptr for activation-only types (Q8_K).
   float (*vec_dot)(int64_t n, const void* w_row, const void* act_row);
+  // Many dot products at once: y[t * ldy + r] = vec_dot(n, w + r * w_stride, a + t * a_stride)
+  // for r in [0, n_rows), t in [0, n_tokens), strides in bytes. Every output is
+  // bit-identical to vec_dot's (the AVX2 kernels share one micro-kernel between the two;
+  // the others loop over vec_dot), so tiling cannot change results. nullptr with vec_dot.
+  void (*gemm)(int64_t n, const void* w, int64_t w_stride, int64_t n_rows, const void* a,
+               int64_t a_stride, int64_t n_tokens, float* y, int64_t ldy);
 };
 
 // Throws strata::Error for types without kernels.
