@@ -7,7 +7,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PROMPT ?= Once upon a time
 
-.PHONY: deps build demo test fuzz-smoke asan clean
+.PHONY: deps build demo test fuzz-smoke asan asan-gguf clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -39,3 +39,11 @@ asan: deps
 
 clean:
 	rm -rf $(BUILD) build-asan
+
+# The GGUF reader's hostile-file tests under ASan/UBSan (a quick subset of `make asan`
+# that CI runs: the parser is the code that reads untrusted bytes first).
+asan-gguf: deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=ON \
+	    -DSTRATA_BUILD_BENCH=OFF -DSTRATA_SHARED_DIR=$(SHARED)
+	cmake --build build-asan -j $(JOBS) --target test_gguf
+	build-asan/tests/test_gguf
