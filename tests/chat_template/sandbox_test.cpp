@@ -80,7 +80,9 @@ TEST(Sandbox, RecursionOnSmallThreadStack) {
       RenderOptions deep;
       deep.max_recursion_depth = 1'000'000;
       try {
-        render("{% macro f(n) %}{% for i in [n] %}{{ f(i + 1) }}{% endfor %}{% endmacro %}{{ f(0) }}", deep);
+        render(
+            "{% macro f(n) %}{% for i in [n] %}{{ f(i + 1) }}{% endfor %}{% endmacro %}{{ f(0) }}",
+            deep);
       } catch (const strata::Error& e) {
         job->error = e.what();
       }

@@ -22,6 +22,7 @@ class BoundArgs {
             std::initializer_list<std::string_view> params, size_t required = 0);
   bool has(size_t i) const { return i < bound_.size() && bound_[i] != nullptr; }
   const Value& get(size_t i) const;  // undefined when not given
+  Value get_or_none(size_t i) const { return has(i) ? get(i) : Value::none(); }
   int64_t get_int(size_t i, int64_t fallback) const;
   bool get_bool(size_t i, bool fallback) const;  // by truthiness
   std::string get_string(size_t i, std::string fallback) const;

@@ -4,6 +4,13 @@
 //
 // Templates and message data are untrusted: every failure, including exceeding the
 // sandbox limits below, throws strata::Error("template:line:col: message").
+//
+// Deliberate differences from Python's ImmutableSandboxedEnvironment: list and dict
+// mutators (append, pop, update, ...) are allowed, because templates written for
+// llama.cpp and vLLM use them; `from_json` is an extra filter; integers are 64-bit
+// (overflow is an error, not a bigint); dunder attributes (`__class__`, ...) are an error
+// rather than an undefined value; recursive for loops and include/import/extends are
+// not supported.
 #pragma once
 
 #include <cstddef>

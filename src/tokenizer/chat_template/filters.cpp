@@ -346,7 +346,8 @@ const std::pair<std::string_view, Filter> kFilters[] = {
     {"trim",
      [](Renderer& r, Value& v, CallArgs& a) {
        BoundArgs b(a, "trim", {"chars"});
-       return strip_value(v.is_string() ? v : Value::string(text_of(r, v)), b.get(0), true, true);
+       return strip_value(v.is_string() ? v : Value::string(text_of(r, v)), b.get_or_none(0), true,
+                          true);
      }},
     {"replace",
      [](Renderer& r, Value& v, CallArgs& a) {
@@ -444,7 +445,11 @@ const std::pair<std::string_view, Filter> kFilters[] = {
          Value method = get_method(v, name);
          if (!method.is_undefined()) return method;
        }
-       return r.get_attr(Value::none(), name);
+       if (v.is_undefined()) fail_undefined(v);
+       if (name.rfind("__", 0) == 0) {
+         fail("access to attribute '" + name + "' of '" + type_name(v) + "' object is unsafe");
+       }
+       return Value::undefined("'" + type_name(v) + " object' has no attribute '" + name + "'");
      }},
 };
 

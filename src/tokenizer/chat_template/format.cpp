@@ -68,6 +68,9 @@ std::string format_int(int64_t v, const Spec& spec) {
                   static_cast<char>(d < 10 ? '0' + d : (type == 'X' ? 'A' : 'a') + d - 10));
     mag /= static_cast<uint64_t>(base);
   } while (mag);
+  if (spec.precision > static_cast<int64_t>(digits.size())) {  // printf: minimum digits
+    digits.insert(0, static_cast<size_t>(spec.precision) - digits.size(), '0');
+  }
   if (base == 10) digits = group_digits(digits, spec.grouping);
   std::string prefix = negative ? "-" : (spec.sign == '+' ? "+" : spec.sign == ' ' ? " " : "");
   if (spec.alternate && base != 10)
@@ -313,10 +316,15 @@ Spec parse_spec(const std::string& s) {
 
 std::string apply_spec(const Value& v, const std::string& spec_text, size_t max_bytes) {
   Spec spec = parse_spec(spec_text);
-  if (v.is_integral() && !(v.is_bool() && !spec.type)) {
+  // Only str, int, float (and bool, as an int) take a non-empty format spec.
+  if (!spec_text.empty() && !v.is_string() && !v.is_number()) {
+    fail("unsupported format string passed to " + type_name(v) + ".__format__");
+  }
+  if (v.is_integral() && !(v.is_bool() && spec_text.empty())) {
     if (spec.type && std::string("eEfFgG%").find(spec.type) != std::string::npos) {
       return pad_to(format_double(v.as_double(), spec), spec, '>');
     }
+    if (spec.precision >= 0) fail("Precision not allowed in integer format specifier");
     Spec s = spec;
     s.zero = false;
     return pad_to(format_int(v.as_int(), s), spec, '>');
@@ -379,7 +387,9 @@ std::string str_format(Renderer& r, const std::string& fmt, CallArgs& args) {
     size_t name_end = field.find_first_of(".[");
     std::string arg_name = field.substr(0, name_end);
     Value value;
-    if (arg_name.empty() || std::isdigit(static_cast<unsigned char>(arg_name[0]))) {
+    bool numeric = !arg_name.empty() && arg_name.size() < 10 &&
+                   arg_name.find_first_not_of("0123456789") == std::string::npos;
+    if (arg_name.empty() || numeric) {
       size_t index =
           arg_name.empty() ? auto_index++ : static_cast<size_t>(std::stoul(arg_name.substr(0, 9)));
       if (index >= args.positional.size())

@@ -228,6 +228,8 @@ class Lexer {
         return finish_tag(end);
       }
     }
+    // Jinja2's lexer silently stops at a comment opener with nothing after it.
+    if (after >= src_.size()) return finish_tag(src_.size());
     error(tag, "missing end of comment tag");
   }
 

@@ -17,7 +17,7 @@ using Method = Value (*)(Renderer&, const Value& self, CallArgs& args);
 std::pair<size_t, size_t> py_strip_range(std::string_view s, const Value& chars, bool left,
                                          bool right) {
   std::u32string set;
-  bool whitespace = chars.is_none() || chars.is_undefined();
+  bool whitespace = chars.is_none();
   if (!whitespace) {
     if (!chars.is_string()) fail("strip arg must be None or str");
     set = utf8::to_u32(chars.str());
@@ -64,7 +64,7 @@ Value strip_value(const Value& text, const Value& chars, bool left, bool right) 
 std::vector<std::string> py_split(std::string_view s, const Value& sep, int64_t maxsplit,
                                   bool from_right) {
   std::vector<std::string> parts;
-  if (sep.is_none() || sep.is_undefined()) {
+  if (sep.is_none()) {
     std::u32string text = utf8::to_u32(s);
     std::vector<std::pair<size_t, size_t>> words;  // [begin, end) in code points
     size_t i = 0;
@@ -355,11 +355,11 @@ const std::pair<std::string_view, Method> kStrMethods[] = {
        }
        return Value::string(std::move(out));
      }},
-    {"strip", [](Renderer&, const Value& s, CallArgs& a) { BoundArgs b(a, "strip", {"chars"}); return strip_value(s, b.get(0), true, true); }},
-    {"lstrip", [](Renderer&, const Value& s, CallArgs& a) { BoundArgs b(a, "lstrip", {"chars"}); return strip_value(s, b.get(0), true, false); }},
-    {"rstrip", [](Renderer&, const Value& s, CallArgs& a) { BoundArgs b(a, "rstrip", {"chars"}); return strip_value(s, b.get(0), false, true); }},
-    {"split", [](Renderer&, const Value& s, CallArgs& a) { BoundArgs b(a, "split", {"sep", "maxsplit"}); return str_list(py_split(s.str(), b.get(0), b.get_int(1, -1), false)); }},
-    {"rsplit", [](Renderer&, const Value& s, CallArgs& a) { BoundArgs b(a, "rsplit", {"sep", "maxsplit"}); return str_list(py_split(s.str(), b.get(0), b.get_int(1, -1), true)); }},
+    {"strip", [](Renderer&, const Value& s, CallArgs& a) { BoundArgs b(a, "strip", {"chars"}); return strip_value(s, b.get_or_none(0), true, true); }},
+    {"lstrip", [](Renderer&, const Value& s, CallArgs& a) { BoundArgs b(a, "lstrip", {"chars"}); return strip_value(s, b.get_or_none(0), true, false); }},
+    {"rstrip", [](Renderer&, const Value& s, CallArgs& a) { BoundArgs b(a, "rstrip", {"chars"}); return strip_value(s, b.get_or_none(0), false, true); }},
+    {"split", [](Renderer&, const Value& s, CallArgs& a) { BoundArgs b(a, "split", {"sep", "maxsplit"}); return str_list(py_split(s.str(), b.get_or_none(0), b.get_int(1, -1), false)); }},
+    {"rsplit", [](Renderer&, const Value& s, CallArgs& a) { BoundArgs b(a, "rsplit", {"sep", "maxsplit"}); return str_list(py_split(s.str(), b.get_or_none(0), b.get_int(1, -1), true)); }},
     {"splitlines", [](Renderer&, const Value& s, CallArgs& a) {
        BoundArgs b(a, "splitlines", {"keepends"});
        bool keep = b.get_bool(0, false);

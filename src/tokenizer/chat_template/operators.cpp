@@ -239,7 +239,7 @@ std::vector<Value> iterate(const Value& v) {
 
 Value slice_value(const Value& object, const Value& start, const Value& stop, const Value& step) {
   auto index_of = [](const Value& v, const char* what) -> std::optional<int64_t> {
-    if (v.is_none() || v.is_undefined()) return std::nullopt;
+    if (v.is_none()) return std::nullopt;
     if (!v.is_integral()) fail(std::string("slice ") + what + " must be an integer or None");
     return v.as_int();
   };

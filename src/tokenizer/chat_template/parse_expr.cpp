@@ -370,14 +370,17 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
   if (args.size() == 1) {
     index = std::move(args.front());
   } else {
+    bool has_slice = false;
     auto tuple = std::make_unique<ListExpr>(pos, true);
     for (auto& a : args) {
-      if (a->kind == ExprKind::Slice)
-        error(a->pos, "slices inside tuple subscripts are not supported");
+      has_slice = has_slice || a->kind == ExprKind::Slice;
       attach(*tuple, a);
     }
     tuple->items = std::move(args);
     index = std::move(tuple);
+    // No str, list or dict takes a tuple of slices as index: in Jinja2 that is undefined.
+    if (has_slice)
+      index = std::make_unique<LiteralExpr>(pos, Value::undefined("invalid subscript"));
   }
   if (index->kind == ExprKind::Slice) {
     auto& slice = static_cast<SliceExpr&>(*index);

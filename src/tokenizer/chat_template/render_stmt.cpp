@@ -105,7 +105,7 @@ void Renderer::error_at(SourcePos pos, const std::string& message) const {
 
 void Renderer::check_stack(SourcePos pos) const {
   const char* here = static_cast<const char*>(__builtin_frame_address(0));
-  if (here < stack_base_ && static_cast<size_t>(stack_base_ - here) > stack_budget_) {
+  if (here<stack_base_&& static_cast<size_t>(stack_base_ - here)> stack_budget_) {
     error_at(pos, "template recursion too deep (native stack limit reached)");
   }
 }
