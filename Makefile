@@ -1,13 +1,14 @@
 # The two commands a newcomer needs:
-#   make demo   install what is missing, build (Release), convert the bundled tiny real
-#               model to GGUF and generate text with it
+#   make serve  install what is missing, build (Release), convert the bundled tiny real
+#               model to GGUF and serve it over the OpenAI API on 127.0.0.1:8080
 #   make test   install what is missing, build, run the whole test suite
+# (make demo generates text from the command line instead of serving.)
 SHARED ?= $(abspath ../shared)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 PROMPT ?= Once upon a time
 
-.PHONY: deps build demo test fuzz-smoke asan asan-gguf clean
+.PHONY: deps build demo serve test fuzz-smoke asan asan-gguf clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -22,6 +23,13 @@ $(BUILD)/aidreams260K.gguf: build
 
 demo: $(BUILD)/aidreams260K.gguf
 	$(BUILD)/strata run -m $(BUILD)/aidreams260K.gguf -p "$(PROMPT)" -n 100 --temp 0
+
+# The main job: build, convert the bundled tiny real model and serve it over the OpenAI
+# API on $(HOST):$(PORT) in the foreground (Ctrl-C stops it).
+HOST ?= 127.0.0.1
+PORT ?= 8080
+serve: $(BUILD)/aidreams260K.gguf
+	$(BUILD)/strata serve -m $(BUILD)/aidreams260K.gguf --host $(HOST) --port $(PORT)
 
 test: build
 	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure

@@ -42,8 +42,9 @@ int64_t pool_tokens(const Model& model, const EngineConfig& c) {
   if (tokens <= 0) {
     // Default: every sequence slot can hold a full context, within 2 GiB.
     const int64_t cap = (int64_t{2} << 30) / bytes_per_token;
-    tokens = std::min(mc.context_length * c.scheduler.max_seqs, cap);
-    tokens = std::max(tokens, std::min(mc.context_length, cap));
+    const int64_t ctx = c.context_length > 0 ? c.context_length : mc.context_length;
+    tokens = std::min(ctx * c.scheduler.max_seqs, cap);
+    tokens = std::max(tokens, std::min(ctx, cap));
   }
   if (tokens < c.block_size) throw Error("kv cache: pool holds fewer tokens than one block");
   return tokens;
@@ -75,7 +76,7 @@ Engine::Engine(Model& model, ThreadPool& pool, const EngineConfig& config)
     : model_(model),
       pool_(pool),
       config_(config),
-      context_length_(model.config().context_length),
+      context_length_(config.context_length > 0 ? config.context_length : model.config().context_length),
       cache_(model.kv_config((pool_tokens(model, config) + config.block_size - 1) / config.block_size,
                              config.block_size, config.kv_type)),
       kv_({static_cast<int32_t>(cache_.config().n_blocks), config.block_size, config.prefix_cache,

@@ -101,7 +101,14 @@ void EngineLoop::run() {
     aborts.clear();
 
     size_t finished = 0;
-    for (const RequestOutput& out : engine_.step()) {
+    const std::span<const RequestOutput> outputs = engine_.step();
+    {
+      // Refresh the snapshot before the callbacks run, so a client that reads the
+      // metrics right after its request finished sees that request's effects.
+      std::lock_guard<std::mutex> lock(mutex_);
+      metrics_ = engine_.metrics();
+    }
+    for (const RequestOutput& out : outputs) {
       const auto it = from_engine_.find(out.id);
       if (it == from_engine_.end()) continue;
       RequestOutput o = out;
@@ -116,7 +123,6 @@ void EngineLoop::run() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       in_flight_ -= finished;
-      metrics_ = engine_.metrics();
     }
     if (finished > 0) idle_.notify_all();
   }

@@ -1,0 +1,242 @@
+#include "server/api_server.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "server/api_error.h"
+#include "server/json_fields.h"
+#include "server/openai_format.h"
+
+namespace strata::server {
+
+enum class Endpoint { kHealth, kMetrics, kModels, kCompletions, kChat, kTokenize, kDetokenize };
+
+namespace {
+
+using nlohmann::json;
+
+struct Route {
+  const char* path;
+  const char* method;
+  Endpoint endpoint;
+};
+
+const Route kRoutes[] = {
+    {"/health", "GET", Endpoint::kHealth},
+    {"/metrics", "GET", Endpoint::kMetrics},
+    {"/v1/models", "GET", Endpoint::kModels},
+    {"/v1/completions", "POST", Endpoint::kCompletions},
+    {"/v1/chat/completions", "POST", Endpoint::kChat},
+    {"/tokenize", "POST", Endpoint::kTokenize},
+    {"/detokenize", "POST", Endpoint::kDetokenize},
+};
+
+const Route* find_route(std::string_view path) {
+  for (const auto& r : kRoutes) {
+    if (path == r.path) return &r;
+  }
+  return nullptr;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Compares in time independent of where equal-length strings differ.
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+ApiServer::ApiServer(ApiConfig config) : config_(std::move(config)) {}
+
+void ApiServer::attach(const Engine& engine, EngineLoop& loop, const PromptBuilder& prompts,
+                       int64_t max_running) {
+  limits_.context_length = engine.context_length();
+  admission_.emplace(max_running + config_.max_queued_requests);
+  context_.emplace(GenerationContext{loop, engine, prompts.tokenizer(), metrics_, *admission_,
+                                     config_.served_model_name});
+  prompts_ = &prompts;
+  loop_ = &loop;
+  created_ = unix_time();
+  ready_.store(true);
+}
+
+void ApiServer::handle(HttpRequest req, std::shared_ptr<Responder> responder) {
+  AccessRecord access;
+  access.id = "-";
+  access.method = req.method;
+  access.path = req.path();
+  access.remote = req.remote;
+  try {
+    if (req.rejected == 413) {
+      throw ApiError(413, "the request body is larger than " +
+                              std::to_string(config_.max_body_bytes) + " bytes");
+    }
+    if (req.rejected) throw ApiError(req.rejected, "malformed HTTP request");
+    const Route* route = find_route(access.path);
+    if (!route) throw ApiError(404, "no route " + access.path);
+    if (req.method != route->method) {
+      ApiError e(405, "method " + req.method + " is not allowed on " + access.path + "; use " +
+                          route->method);
+      metrics_.count_error(405);
+      HttpResponse r{405, "application/json", error_body(e), {{"Allow", route->method}}};
+      return reply(responder, access, std::move(r), req.received_s);
+    }
+    if (route->endpoint != Endpoint::kHealth) check_auth(req);
+    dispatch(route->endpoint, req, responder, access);
+  } catch (const ApiError& e) {
+    metrics_.count_error(e.status());
+    reply(responder, access, {e.status(), "application/json", error_body(e), {}}, req.received_s);
+  } catch (const std::exception& e) {
+    const ApiError internal(500, std::string("internal error: ") + e.what());
+    metrics_.count_error(500);
+    reply(responder, access, {500, "application/json", error_body(internal), {}}, req.received_s);
+  }
+}
+
+void ApiServer::dispatch(Endpoint endpoint, const HttpRequest& req,
+                         const std::shared_ptr<Responder>& responder, AccessRecord& access) {
+  const double t0 = req.received_s;
+  switch (endpoint) {
+    case Endpoint::kHealth: {
+      const bool ok = ready_.load() && !shutting_down_.load();
+      return reply(responder, access, {ok ? 200 : 503, "application/json", health(), {}}, t0);
+    }
+    case Endpoint::kMetrics: {
+      const EngineMetrics m = ready_.load() ? loop_->metrics() : EngineMetrics{};
+      return reply(responder, access,
+                   {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(m), {}}, t0);
+    }
+    case Endpoint::kModels:
+      return reply(responder, access, {200, "application/json", models(), {}}, t0);
+    default:
+      break;
+  }
+  if (!ready_.load()) throw ApiError(503, "the model is still loading");
+  switch (endpoint) {
+    case Endpoint::kCompletions:
+      return generate(ApiKind::kCompletion, req, responder, access);
+    case Endpoint::kChat:
+      return generate(ApiKind::kChat, req, responder, access);
+    case Endpoint::kTokenize:
+      return reply(responder, access, {200, "application/json", tokenize(req), {}}, t0);
+    case Endpoint::kDetokenize:
+      return reply(responder, access, {200, "application/json", detokenize(req), {}}, t0);
+    default:
+      throw ApiError(404, "no route " + access.path);
+  }
+}
+
+void ApiServer::check_auth(const HttpRequest& req) const {
+  if (config_.api_key.empty()) return;
+  const std::string_view auth = req.header("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() < kBearer.size() || auth.substr(0, kBearer.size()) != kBearer) {
+    throw ApiError(401, "missing API key: send 'Authorization: Bearer <key>'");
+  }
+  if (!constant_time_equal(auth.substr(kBearer.size()), config_.api_key))
+    throw ApiError(401, "invalid API key");
+}
+
+void ApiServer::check_model(const json& body) const {
+  const auto model = JsonFields(body).string("model");
+  if (model && !model->empty() && *model != config_.served_model_name) {
+    throw ApiError(404,
+                   "the model '" + *model + "' does not exist; this server serves '" +
+                       config_.served_model_name + "'",
+                   "model", "model_not_found");
+  }
+}
+
+void ApiServer::generate(ApiKind kind, const HttpRequest& req,
+                         const std::shared_ptr<Responder>& responder, AccessRecord access) {
+  const json body = parse_json_object(req.body);
+  GenerationRequest gr = parse_generation_request(body, kind, limits_);
+  check_model(body);
+  if (shutting_down_.load()) throw ApiError(503, "the server is shutting down");
+  std::vector<PreparedPrompt> prompts;
+  try {
+    prompts = kind == ApiKind::kChat
+                  ? std::vector<PreparedPrompt>{prompts_->chat_prompt(gr.messages)}
+                  : prompts_->completion_prompts(gr.prompts);
+  } catch (const Error& e) {
+    throw ApiError(400, std::string("prompt: ") + e.what(), "prompt");
+  }
+  const auto n_sequences = static_cast<int64_t>(prompts.size()) * gr.n;
+  if (!admission_->try_acquire(n_sequences)) {
+    throw ApiError(429, "too many requests waiting (" +
+                            std::to_string(config_.max_queued_requests) +
+                            " sequences may queue); retry later");
+  }
+  auto job = std::make_shared<GenerationJob>(*context_, std::move(gr), std::move(prompts),
+                                             responder, std::move(access), req.received_s);
+  job->start();  // on failure it has released the slots; the ApiError is answered by handle()
+}
+
+std::string ApiServer::health() const {
+  const char* status = shutting_down_.load() ? "shutting_down" : ready_.load() ? "ok" : "loading";
+  return dump(json{{"status", status}});
+}
+
+std::string ApiServer::models() const {
+  json model = {{"id", config_.served_model_name},
+                {"object", "model"},
+                {"created", created_},
+                {"owned_by", "strata"}};
+  if (ready_.load()) model["max_model_len"] = limits_.context_length;
+  return dump(json{{"object", "list"}, {"data", json::array({std::move(model)})}});
+}
+
+std::string ApiServer::tokenize(const HttpRequest& req) const {
+  const json body = parse_json_object(req.body);
+  check_model(body);
+  const JsonFields f(body);
+  std::vector<int32_t> ids;
+  if (f.get("messages")) {
+    GenerationRequest gr = parse_generation_request(body, ApiKind::kChat, limits_);
+    const bool add_gen = f.boolean("add_generation_prompt").value_or(true);
+    ids = prompts_->chat_prompt(gr.messages, add_gen).ids;
+  } else {
+    const auto prompt = f.string("prompt");
+    if (!prompt) throw invalid_field("prompt", "is required (a string), or give messages");
+    try {
+      ids = prompts_->tokenize(*prompt, f.boolean("add_special_tokens").value_or(true));
+    } catch (const Error& e) {
+      throw ApiError(400, std::string("prompt: ") + e.what(), "prompt");
+    }
+  }
+  return dump(
+      json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", limits_.context_length}});
+}
+
+std::string ApiServer::detokenize(const HttpRequest& req) const {
+  const json body = parse_json_object(req.body);
+  check_model(body);
+  const json* tokens = JsonFields(body).get("tokens");
+  if (!tokens || !tokens->is_array()) throw invalid_field("tokens", "must be a list of token ids");
+  const int32_t n_vocab = prompts_->tokenizer().n_vocab();
+  std::vector<int32_t> ids;
+  for (const json& t : *tokens) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab) {
+      throw invalid_field("tokens",
+                          "token ids must be integers in [0, " + std::to_string(n_vocab) + ")");
+    }
+    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return dump(json{{"prompt", prompts_->tokenizer().decode(ids)}});
+}
+
+void ApiServer::reply(const std::shared_ptr<Responder>& responder, AccessRecord& access,
+                      HttpResponse response, double arrival_s) {
+  access.status = response.status;
+  access.total_s = now_s() - arrival_s;
+  responder->send(std::move(response));
+  log_access(access);
+}
+
+}  // namespace strata::server

@@ -1,0 +1,72 @@
+// The OpenAI-compatible routes: authentication, routing (404/405), the generation
+// endpoints, models, health, metrics, tokenize and detokenize. Every error leaves as an
+// OpenAI-shaped JSON body; every request is counted and logged.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/engine_loop.h"
+#include "server/admission.h"
+#include "server/generation_job.h"
+#include "server/http_types.h"
+#include "server/metrics.h"
+#include "server/prompt_builder.h"
+#include "server/request_parse.h"
+
+namespace strata::server {
+
+enum class Endpoint;  // api_server.cpp
+
+struct ApiConfig {
+  std::string api_key;            // empty: no authentication
+  std::string served_model_name;  // the only `model` requests may name
+  int64_t max_queued_requests = 256;
+  uint64_t max_body_bytes = 8 << 20;  // for the 413 message
+};
+
+class ApiServer {
+ public:
+  explicit ApiServer(ApiConfig config);
+
+  // The model is loaded: the routes that need it go live and /health turns 200. The
+  // arguments must outlive every request (the server shuts down before freeing them).
+  void attach(const Engine& engine, EngineLoop& loop, const PromptBuilder& prompts,
+              int64_t max_running);
+  // Generation requests are refused (503) from now on; /health reports 503.
+  void begin_shutdown() { shutting_down_.store(true); }
+
+  void handle(HttpRequest req, std::shared_ptr<Responder> responder);
+
+  ServerMetrics& metrics() { return metrics_; }
+
+ private:
+  void dispatch(Endpoint endpoint, const HttpRequest& req,
+                const std::shared_ptr<Responder>& responder, AccessRecord& access);
+  void check_auth(const HttpRequest& req) const;
+  void check_model(const nlohmann::json& body) const;
+  void generate(ApiKind kind, const HttpRequest& req, const std::shared_ptr<Responder>& responder,
+                AccessRecord access);
+  std::string health() const;
+  std::string models() const;
+  std::string tokenize(const HttpRequest& req) const;
+  std::string detokenize(const HttpRequest& req) const;
+  void reply(const std::shared_ptr<Responder>& responder, AccessRecord& access,
+             HttpResponse response, double arrival_s);
+
+  ApiConfig config_;
+  ServerMetrics metrics_;
+  ParseLimits limits_;
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> shutting_down_{false};
+  std::optional<Admission> admission_;
+  std::optional<GenerationContext> context_;
+  const PromptBuilder* prompts_ = nullptr;
+  EngineLoop* loop_ = nullptr;
+  int64_t created_ = 0;
+};
+
+}  // namespace strata::server

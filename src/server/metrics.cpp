@@ -1,0 +1,151 @@
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace strata::server {
+namespace {
+
+void append_number(std::string& out, double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+void append_number(std::string& out, uint64_t v) {
+  out += std::to_string(v);
+}
+void append_number(std::string& out, int64_t v) {
+  out += std::to_string(v);
+}
+
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+template <class T>
+void sample(std::string& out, std::string_view name, std::string_view type, std::string_view help,
+            T value) {
+  header(out, name, type, help);
+  out.append(name).append(" ");
+  append_number(out, value);
+  out += "\n";
+}
+
+// Latency buckets: fine at the low end, where a CPU engine with small models lives,
+// and wide enough for long generations.
+std::vector<double> latency_buckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,  0.25,  0.5,  0.75,
+          1.0,   2.5,    5.0,   7.5,  10.0,  20.0, 40.0,  80.0, 160.0, 640.0};
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  const size_t i = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), value) -
+                                       bounds_.begin());
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++counts_[i];
+  sum_ += value;
+  ++count_;
+}
+
+void Histogram::render(std::string& out, std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out.append(name).append("_bucket{le=\"");
+    if (i < bounds_.size()) {
+      append_number(out, bounds_[i]);
+    } else {
+      out += "+Inf";
+    }
+    out += "\"} ";
+    append_number(out, cumulative);
+    out += "\n";
+  }
+  out.append(name).append("_sum ");
+  append_number(out, sum_);
+  out.append("\n").append(name).append("_count ");
+  append_number(out, count_);
+  out += "\n";
+}
+
+ServerMetrics::ServerMetrics()
+    : time_to_first_token(latency_buckets()),
+      inter_token_latency({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
+                           0.3, 0.4, 0.5, 0.75, 1.0, 2.5}),
+      e2e_request_latency(latency_buckets()),
+      request_queue_time(latency_buckets()),
+      finishes_{{"abort", 0}, {"length", 0}, {"stop", 0}} {}
+
+void ServerMetrics::count_finish(FinishReason reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++finishes_[std::string(finish_reason_name(reason))];
+}
+
+void ServerMetrics::count_error(int status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++errors_[status];
+}
+
+std::string ServerMetrics::render(const EngineMetrics& m) const {
+  std::string out;
+  out.reserve(8192);
+  const struct {
+    const Histogram& h;
+    const char* name;
+    const char* help;
+  } histograms[] = {
+      {time_to_first_token, "strata:time_to_first_token_seconds",
+       "Time from request arrival to the first token."},
+      {inter_token_latency, "strata:inter_token_latency_seconds",
+       "Time between consecutive generated tokens."},
+      {e2e_request_latency, "strata:e2e_request_latency_seconds",
+       "Time from request arrival to its end."},
+      {request_queue_time, "strata:request_queue_time_seconds",
+       "Time a request waited before it was scheduled."},
+  };
+  for (const auto& h : histograms) {
+    header(out, h.name, "histogram", h.help);
+    h.h.render(out, h.name);
+  }
+  sample(out, "strata:num_requests_running", "gauge", "Sequences the engine is running.",
+         m.running);
+  sample(out, "strata:num_requests_waiting", "gauge", "Sequences waiting to be scheduled.",
+         m.waiting);
+  sample(out, "strata:kv_cache_usage_ratio", "gauge",
+         "Fraction of KV cache blocks held by sequences.", m.kv.usage_ratio());
+  sample(out, "strata:prompt_tokens_total", "counter",
+         "Prompt tokens computed (prefix-cache hits excluded).", m.prompt_tokens_total);
+  sample(out, "strata:generation_tokens_total", "counter", "Tokens generated.",
+         m.generation_tokens_total);
+  sample(out, "strata:prefix_cache_queries_total", "counter",
+         "Prompt tokens looked up in the prefix cache.", m.prefix_queries_tokens);
+  sample(out, "strata:prefix_cache_hits_total", "counter",
+         "Prompt tokens found in the prefix cache.", m.prefix_hits_tokens);
+  sample(out, "strata:num_preemptions_total", "counter",
+         "Sequences preempted for lack of KV cache.", m.preemptions);
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  header(out, "strata:request_success_total", "counter", "Finished sequences by finish reason.");
+  for (const auto& [reason, n] : finishes_) {
+    out.append("strata:request_success_total{finish_reason=\"").append(reason).append("\"} ");
+    append_number(out, n);
+    out += "\n";
+  }
+  header(out, "strata:request_errors_total", "counter", "Error responses by HTTP status.");
+  for (const auto& [code, n] : errors_) {
+    out.append("strata:request_errors_total{code=\"").append(std::to_string(code)).append("\"} ");
+    append_number(out, n);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace strata::server

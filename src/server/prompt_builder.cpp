@@ -1,0 +1,56 @@
+#include "server/prompt_builder.h"
+
+#include "core/error.h"
+#include "server/api_error.h"
+
+namespace strata::server {
+
+PromptBuilder::PromptBuilder(Tokenizer tokenizer, const std::string& template_source)
+    : tokenizer_(std::move(tokenizer)),
+      template_(template_source.empty() ? chat::default_chatml_template() : template_source,
+                template_source.empty() ? "chatml" : "tokenizer.chat_template") {
+  if (tokenizer_.bos_id() >= 0) bos_text_ = tokenizer_.token_text(tokenizer_.bos_id());
+  if (tokenizer_.eos_id() >= 0) eos_text_ = tokenizer_.token_text(tokenizer_.eos_id());
+}
+
+std::vector<PreparedPrompt> PromptBuilder::completion_prompts(
+    const std::vector<PromptInput>& prompts) const {
+  std::vector<PreparedPrompt> out;
+  out.reserve(prompts.size());
+  for (const PromptInput& p : prompts) {
+    PreparedPrompt pp;
+    if (const auto* text = std::get_if<std::string>(&p)) {
+      pp.ids = tokenizer_.encode(*text, tokenizer_.add_bos(), /*parse_special=*/false);
+      pp.text = *text;
+    } else {
+      pp.ids = std::get<std::vector<int32_t>>(p);
+      pp.text = tokenizer_.decode(pp.ids);
+    }
+    out.push_back(std::move(pp));
+  }
+  return out;
+}
+
+PreparedPrompt PromptBuilder::chat_prompt(const nlohmann::json& messages,
+                                          bool add_generation_prompt) const {
+  chat::RenderOptions ro;
+  ro.add_generation_prompt = add_generation_prompt;
+  ro.bos_token = bos_text_;
+  ro.eos_token = eos_text_;
+  PreparedPrompt pp;
+  try {
+    pp.text = template_.render(messages, ro);
+  } catch (const Error& e) {
+    throw ApiError(400, std::string("messages: the chat template failed: ") + e.what(), "messages");
+  }
+  // Templates that write the BOS text themselves must not get a second BOS.
+  const bool has_bos = !bos_text_.empty() && pp.text.starts_with(bos_text_);
+  pp.ids = tokenizer_.encode(pp.text, tokenizer_.add_bos() && !has_bos, /*parse_special=*/true);
+  return pp;
+}
+
+std::vector<int32_t> PromptBuilder::tokenize(const std::string& text, bool add_special) const {
+  return tokenizer_.encode(text, add_special && tokenizer_.add_bos(), /*parse_special=*/false);
+}
+
+}  // namespace strata::server

@@ -1,0 +1,46 @@
+// Turns a request's prompts into token ids: completion prompts (text or ids) and chat
+// messages rendered through the model's chat template (GGUF tokenizer.chat_template,
+// or ChatML when the model has none). Runs on the I/O threads, never the engine's.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "server/request_parse.h"
+#include "tokenizer/chat_template/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace strata::server {
+
+struct PreparedPrompt {
+  std::vector<int32_t> ids;
+  std::string text;  // what `echo` repeats
+};
+
+class PromptBuilder {
+ public:
+  // `template_source` empty: the ChatML default. A template that does not parse throws.
+  PromptBuilder(Tokenizer tokenizer, const std::string& template_source);
+
+  // Text prompts get the model's BOS (as `strata run` does); special-token text in
+  // them stays plain text.
+  std::vector<PreparedPrompt> completion_prompts(const std::vector<PromptInput>& prompts) const;
+  // Renders `messages` (validated role/content objects) and tokenizes the result with
+  // special tokens parsed; a template error is a 400 naming `messages`.
+  PreparedPrompt chat_prompt(const nlohmann::json& messages,
+                             bool add_generation_prompt = true) const;
+  // Plain tokenization for /tokenize.
+  std::vector<int32_t> tokenize(const std::string& text, bool add_special) const;
+
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const std::string& template_name() const { return template_.name(); }
+
+ private:
+  Tokenizer tokenizer_;
+  chat::ChatTemplate template_;
+  std::string bos_text_, eos_text_;
+};
+
+}  // namespace strata::server

@@ -1,0 +1,82 @@
+#include "server/server.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "engine/engine_loop.h"
+#include "engine/output_processor.h"
+#include "model/model.h"
+#include "server/prompt_builder.h"
+
+namespace strata::server {
+
+struct Server::Model {
+  std::unique_ptr<strata::Model> model;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<PromptBuilder> prompts;
+  std::unique_ptr<EngineLoop> loop;  // declared last: its thread stops before the engine goes
+};
+
+Server::Server(ServeOptions options) : options_(std::move(options)) {
+  if (options_.api.served_model_name.empty()) {
+    options_.api.served_model_name = std::filesystem::path(options_.model_path).stem().string();
+  }
+  options_.api.max_body_bytes = options_.http.max_body_bytes;
+  api_ = std::make_unique<ApiServer>(options_.api);
+  http_ = std::make_unique<HttpServer>(
+      options_.http, [api = api_.get()](HttpRequest req, std::shared_ptr<Responder> r) {
+        api->handle(std::move(req), std::move(r));
+      });
+}
+
+Server::~Server() {
+  shutdown();
+}
+
+void Server::start() {
+  http_->start();
+}
+
+void Server::load() {
+  auto m = std::make_unique<Model>();
+  m->model = strata::Model::load(options_.model_path);
+  const Tokenizer tok = Tokenizer::from_gguf(m->model->file());
+  const std::string tmpl = m->model->file().get_string("tokenizer.chat_template", "");
+  m->prompts = std::make_unique<PromptBuilder>(tok, tmpl);
+  EngineConfig config = options_.engine;
+  config.eog_tokens = eog_tokens(tok);
+  m->pool = std::make_unique<ThreadPool>(options_.compute_threads);
+  m->engine = std::make_unique<Engine>(*m->model, *m->pool, config);
+  m->loop = std::make_unique<EngineLoop>(*m->engine);
+  model_ = std::move(m);
+  api_->attach(*model_->engine, *model_->loop, *model_->prompts, config.scheduler.max_seqs);
+}
+
+void Server::shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  using clock = std::chrono::steady_clock;
+  api_->begin_shutdown();
+  http_->stop_accepting();
+  if (model_) {
+    if (!model_->loop->wait_idle(options_.shutdown_timeout_s)) {
+      std::fprintf(stderr, "strata serve: %zu requests still running after %.1f s; aborting them\n",
+                   model_->loop->in_flight(), options_.shutdown_timeout_s);
+      model_->loop->abort_all();
+      model_->loop->wait_idle(10.0);
+    }
+  }
+  // Let the last responses reach their clients.
+  const auto deadline = clock::now() + std::chrono::seconds(5);
+  while (http_->busy() > 0 && clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // I/O threads first: then no queued output handler can touch the engine loop while
+  // it goes. Callbacks the loop still makes post to the stopped pool and are dropped.
+  http_->stop();
+  model_.reset();
+}
+
+}  // namespace strata::server
