@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/roofline.h"
-#include "kv/block_pool.h"
+#include "kv/kv_manager.h"
 #include "model/model.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -37,16 +37,25 @@ double now_s() {
 class BenchRunner {
  public:
   BenchRunner(Model& model, ThreadPool& pool, int64_t n_seqs, int64_t max_tokens, int64_t chunk,
-              DType kv_type)
+              DType kv_type, const HeadModes& modes)
       : model_(model), pool_(pool), chunk_(chunk), seqs_(static_cast<size_t>(n_seqs)) {
     const int64_t bs = 16;
     const int64_t per_seq = (max_tokens + bs - 1) / bs;
-    cache_ = std::make_unique<KvCache>(model.kv_config(per_seq * n_seqs, bs, kv_type));
-    BlockPool blocks(static_cast<int32_t>(per_seq * n_seqs));
-    for (auto& s : seqs_) {
-      for (int64_t i = 0; i < per_seq; ++i) s.table.push_back(*blocks.allocate());
-    }
+    // Sparse attention: each sequence's sinks and window, plus one chunk's blocks.
+    const int64_t n_stream =
+        modes.n_streaming() == 0 ? 0 : n_seqs * ((modes.sink + modes.window + bs - 1) / bs + 3) + (chunk + bs - 1) / bs + n_seqs;
+    cache_ = std::make_unique<KvCache>(model.kv_config(per_seq * n_seqs, bs, kv_type, modes, n_stream));
+    kv_ = std::make_unique<KvManager>(KvManagerConfig{static_cast<int32_t>(per_seq * n_seqs), static_cast<int32_t>(bs),
+                                                      false, 0, static_cast<int32_t>(cache_->config().n_stream_blocks),
+                                                      modes.sink, modes.window});
     capacity_ = per_seq * bs;
+  }
+
+  // K/V bytes the sequences hold now (both pools).
+  uint64_t kv_bytes() const {
+    const auto bs = static_cast<uint64_t>(kv_->block_size());
+    return static_cast<uint64_t>(kv_->usage().used) * bs * cache_->full_bytes_per_token() +
+           static_cast<uint64_t>(kv_->stream_usage().used) * bs * cache_->stream_bytes_per_token();
   }
 
   // Appends `n` random tokens to every sequence, `chunk_` tokens per forward pass in total.
@@ -68,17 +77,18 @@ class BenchRunner {
       }
       if (tokens_.empty()) return;
       for (auto& s : seqs_) {
-        if (s.len > capacity_) throw Error("bench: context exceeds the KV cache");
-        views_.push_back({s.table, static_cast<int32_t>(s.len)});
+        if (s.len > capacity_ || !kv_->allocate(s.kv, s.len)) throw Error("bench: context exceeds the KV cache");
+        views_.push_back({s.kv.block_table, static_cast<int32_t>(s.len), s.kv.stream_table});
       }
       ForwardBatch b{tokens_, positions_, seq_index_, views_, rows_};
       model_.forward(b, *cache_, pool_);
+      for (auto& s : seqs_) kv_->release_out_of_window(s.kv, s.len);
     }
   }
 
  private:
   struct Seq {
-    std::vector<int32_t> table;
+    SequenceKv kv;
     int64_t len = 0;
   };
   Model& model_;
@@ -86,21 +96,26 @@ class BenchRunner {
   int64_t chunk_;
   int64_t capacity_ = 0;
   std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<KvManager> kv_;
   std::vector<Seq> seqs_;
   std::vector<int32_t> tokens_, positions_, seq_index_, rows_;
   std::vector<SequenceView> views_;
 };
 
 void bench_model(const BenchModelFlags& f) {
+  const TraceFile trace(f.engine.trace);
   auto model = Model::load(f.engine.model_path);
+  model->set_tracer(trace.get());
   const int threads = f.engine.thread_count();
   ThreadPool pool(threads);
+  const HeadModes modes = resolve_head_modes(f.engine.sparse, model->config().n_layers, model->config().n_kv_heads);
+  if (!modes.dense()) std::fprintf(stderr, "sparse attention: %s\n", modes.describe().c_str());
   nlohmann::json results = nlohmann::json::array();
   if (f.output == "md") {
-    std::printf("| model | test | depth | batch | threads | t/s |\n|---|---|---:|---:|---:|---:|\n");
+    std::printf("| model | test | depth | batch | threads | KV MiB | t/s |\n|---|---|---:|---:|---:|---:|---:|\n");
   }
   auto report = [&](const std::string& test, int64_t np, int64_t ng, int64_t depth, int64_t batch,
-                    const std::vector<double>& tps) {
+                    const std::vector<double>& tps, uint64_t kv_bytes) {
     double mean = 0, var = 0;
     for (double x : tps) mean += x;
     mean /= static_cast<double>(tps.size());
@@ -108,11 +123,11 @@ void bench_model(const BenchModelFlags& f) {
     const double sd = tps.size() > 1 ? std::sqrt(var / static_cast<double>(tps.size() - 1)) : 0.0;
     results.push_back({{"test", test}, {"n_prompt", np}, {"n_gen", ng}, {"depth", depth},
                        {"batch", batch}, {"threads", threads}, {"tokens_per_s_mean", mean},
-                       {"tokens_per_s_std", sd}});
+                       {"tokens_per_s_std", sd}, {"kv_bytes", kv_bytes}});
     if (f.output == "md") {
-      std::printf("| %s | %s | %lld | %lld | %d | %.2f ± %.2f |\n", model->config().name.c_str(),
+      std::printf("| %s | %s | %lld | %lld | %d | %.1f | %.2f ± %.2f |\n", model->config().name.c_str(),
                   test.c_str(), static_cast<long long>(depth), static_cast<long long>(batch), threads,
-                  mean, sd);
+                  static_cast<double>(kv_bytes) / (1 << 20), mean, sd);
       std::fflush(stdout);
     }
   };
@@ -122,30 +137,35 @@ void bench_model(const BenchModelFlags& f) {
       for (int64_t np : f.n_prompt) {
         if (np <= 0) continue;
         std::vector<double> tps;
+        uint64_t kv_bytes = 0;
         for (int r = 0; r < f.repetitions; ++r) {
-          BenchRunner runner(*model, pool, batch, depth + np, f.engine.batch, f.engine.kv_dtype());
+          BenchRunner runner(*model, pool, batch, depth + np, f.engine.batch, f.engine.kv_dtype(), modes);
           runner.append(depth, rng);
           const double t0 = now_s();
           runner.append(np, rng);
           tps.push_back(static_cast<double>(np * batch) / (now_s() - t0));
+          kv_bytes = runner.kv_bytes();
         }
-        report("pp" + std::to_string(np), np, 0, depth, batch, tps);
+        report("pp" + std::to_string(np), np, 0, depth, batch, tps, kv_bytes);
       }
       for (int64_t ng : f.n_gen) {
         if (ng <= 0) continue;
         std::vector<double> tps;
+        uint64_t kv_bytes = 0;
         for (int r = 0; r < f.repetitions; ++r) {
-          BenchRunner runner(*model, pool, batch, depth + ng + 1, f.engine.batch, f.engine.kv_dtype());
+          BenchRunner runner(*model, pool, batch, depth + ng + 1, f.engine.batch, f.engine.kv_dtype(), modes);
           runner.append(depth + 1, rng);
           const double t0 = now_s();
           for (int64_t i = 0; i < ng; ++i) runner.append(1, rng);
           tps.push_back(static_cast<double>(ng * batch) / (now_s() - t0));
+          kv_bytes = runner.kv_bytes();
         }
-        report("tg" + std::to_string(ng), 0, ng, depth, batch, tps);
+        report("tg" + std::to_string(ng), 0, ng, depth, batch, tps, kv_bytes);
       }
     }
   }
   if (f.output == "json") std::printf("%s\n", results.dump(2).c_str());
+  trace.write();
 }
 
 void bench_roofline(int threads_flag, double gib, const std::string& model_path) {
@@ -195,6 +215,7 @@ void register_bench(CLI::App& app) {
   auto mf = std::make_shared<BenchModelFlags>();
   auto* model = cmd->add_subcommand("model", "prompt processing and generation tokens/s");
   mf->engine.add(*model);
+  mf->engine.add_trace(*model);
   model->add_option("-p,--n-prompt", mf->n_prompt, "prompt lengths (0 skips)")->delimiter(',');
   model->add_option("-n,--n-gen", mf->n_gen, "generation lengths (0 skips)")->delimiter(',');
   model->add_option("-d,--depth", mf->depth, "context already filled")->delimiter(',');
@@ -204,6 +225,9 @@ void register_bench(CLI::App& app) {
   model->callback([mf] { bench_model(*mf); });
 
   register_bench_offline(*cmd);
+#ifdef STRATA_HAS_SERVER
+  register_bench_serve(*cmd);
+#endif
 }
 
 }  // namespace strata::tools

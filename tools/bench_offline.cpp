@@ -65,7 +65,8 @@ void throughput(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
   for (int i = 0; i < f.n_requests; ++i) {
     reqs.push_back({std::to_string(i), random_prompt(rng, f.prompt_len, model.config().n_vocab), fixed_length(f.output_len)});
   }
-  auto cfg = f.serving.config(f.engine.kv_dtype(), {});
+  auto cfg = f.serving.config(f.engine.kv_dtype(), {}, f.engine.sparse);
+  cfg.tracer = model.tracer();  // --trace: set on the model by run_offline_bench
   cfg.prefix_cache = false;
   auto run = [&](bool together) {
     Engine engine(model, pool, cfg);
@@ -91,7 +92,8 @@ void throughput(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
 void prefix(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
   std::mt19937 rng(2);
   const auto shared = random_prompt(rng, f.prefix_len, model.config().n_vocab);
-  auto cfg = f.serving.config(f.engine.kv_dtype(), {});
+  auto cfg = f.serving.config(f.engine.kv_dtype(), {}, f.engine.sparse);
+  cfg.tracer = model.tracer();  // --trace: set on the model by run_offline_bench
   cfg.prefix_cache = true;
   Engine engine(model, pool, cfg);
   auto ttft = [&](int suffix_seed) {
@@ -111,7 +113,8 @@ void prefix(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
 
 void chunked(Model& model, ThreadPool& pool, const OfflineBenchFlags& f, int64_t chunk) {
   std::mt19937 rng(3);
-  auto cfg = f.serving.config(f.engine.kv_dtype(), {});
+  auto cfg = f.serving.config(f.engine.kv_dtype(), {}, f.engine.sparse);
+  cfg.tracer = model.tracer();  // --trace: set on the model by run_offline_bench
   cfg.prefix_cache = false;
   cfg.scheduler.prefill_chunk = chunk;
   Engine engine(model, pool, cfg);
@@ -154,7 +157,9 @@ void chunked(Model& model, ThreadPool& pool, const OfflineBenchFlags& f, int64_t
 }
 
 void run_offline_bench(const OfflineBenchFlags& f) {
+  const TraceFile trace(f.engine.trace);
   auto model = Model::load(f.engine.model_path);
+  model->set_tracer(trace.get());
   ThreadPool pool(f.engine.thread_count());
   if (f.scenario == "throughput") {
     throughput(*model, pool, f);
@@ -168,6 +173,7 @@ void run_offline_bench(const OfflineBenchFlags& f) {
   } else {
     throw Error("--scenario: expected throughput, prefix or chunked");
   }
+  trace.write();
 }
 
 }  // namespace
@@ -176,6 +182,7 @@ void register_bench_offline(CLI::App& bench) {
   auto f = std::make_shared<OfflineBenchFlags>();
   auto* cmd = bench.add_subcommand("offline", "serving-engine effects on a synthetic workload, on vs off");
   f->engine.add(*cmd, false);
+  f->engine.add_trace(*cmd);
   f->serving.add(*cmd);
   cmd->add_option("--scenario", f->scenario, "throughput, prefix or chunked")->capture_default_str();
   cmd->add_option("--requests", f->n_requests, "throughput: requests")->capture_default_str();

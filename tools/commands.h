@@ -13,10 +13,13 @@ void register_make_model(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_bench_offline(CLI::App& bench);  // a subcommand of bench
+void register_bench_serve(CLI::App& bench);    // a subcommand of bench (tools/bench_serve.cpp)
 void register_batch(CLI::App& app);
 void register_tokenize(CLI::App& app);  // tokenize and detokenize
 void register_template(CLI::App& app);
 void register_serve(CLI::App& app);  // tools/serve.cpp
+void register_eval(CLI::App& app);   // eval needle (tools/eval_needle.cpp)
+void register_heads(CLI::App& app);  // heads score (tools/heads.cpp)
 
 inline void register_commands(CLI::App& app) {
   register_run(app);
@@ -32,6 +35,8 @@ inline void register_commands(CLI::App& app) {
 #endif
   register_tokenize(app);
   register_template(app);
+  register_eval(app);
+  register_heads(app);
 }
 
 }  // namespace strata::tools

@@ -2,11 +2,15 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
 #include <string>
 
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "kv/head_modes.h"
+#include "trace/tracer.h"
 
 namespace strata::tools {
 
@@ -16,6 +20,8 @@ struct EngineFlags {
   std::string kv_type = "f32";
   int64_t ctx = 0;  // 0 = model's context length
   int64_t batch = 512;
+  std::string trace;  // --trace FILE.json; empty = off
+  HeadMapOptions sparse;  // sparse attention (--sparse-heads, --retrieval-ratio, --sink, --window)
 
   // `chunk_flag`: the serving commands take --prefill-chunk from ServingFlags instead.
   void add(CLI::App& cmd, bool chunk_flag = true) {
@@ -27,6 +33,18 @@ struct EngineFlags {
       cmd.add_option("--prefill-chunk", batch, "maximum prompt tokens per forward pass")
           ->capture_default_str();
     }
+    cmd.add_option("--sparse-heads", sparse.map_path,
+                   "sparse attention head map JSON (per KV head: full or streaming; or scores)");
+    cmd.add_option("--retrieval-ratio", sparse.retrieval_ratio,
+                   "fraction of KV heads kept full (by the map's scores; without a map: the first heads of each layer)");
+    cmd.add_option("--sink", sparse.sink, "streaming heads: first tokens kept (default: the map's, else 4)");
+    cmd.add_option("--window", sparse.window, "streaming heads: last tokens kept (default: the map's, else 64)");
+  }
+
+  // --trace, for the commands that record one (run, serve, bench model, bench offline).
+  void add_trace(CLI::App& cmd) {
+    cmd.add_option("--trace", trace,
+                   "write a Chrome trace-event JSON file of the run (open in Perfetto or chrome://tracing)");
   }
 
   int thread_count() const { return threads > 0 ? threads : ThreadPool::default_threads(); }
@@ -38,6 +56,33 @@ struct EngineFlags {
     }
     return *t;
   }
+};
+
+// The --trace file of one command: a Tracer when the flag is set (get() is null
+// otherwise, which turns tracing off), written by write() once the work is done.
+class TraceFile {
+ public:
+  explicit TraceFile(const std::string& path) : path_(path) {
+    if (path_.empty()) return;
+    std::FILE* probe = std::fopen(path_.c_str(), "ab");  // fail now, not after the run
+    if (!probe) throw Error("--trace: cannot write '" + path_ + "'");
+    std::fclose(probe);
+    tracer_ = std::make_unique<Tracer>();
+  }
+  Tracer* get() const { return tracer_.get(); }
+  void write() const {
+    if (!tracer_) return;
+    tracer_->write(path_);
+    std::fprintf(stderr, "trace: %zu events written to %s", tracer_->size(), path_.c_str());
+    if (tracer_->dropped() > 0) {
+      std::fprintf(stderr, " (%llu dropped: buffer full)", static_cast<unsigned long long>(tracer_->dropped()));
+    }
+    std::fprintf(stderr, "\n");
+  }
+
+ private:
+  std::string path_;
+  std::unique_ptr<Tracer> tracer_;
 };
 
 }  // namespace strata::tools

@@ -30,8 +30,9 @@ struct ServingFlags {
     cmd.add_option("--policy", policy, "scheduling policy: fcfs or priority")->capture_default_str();
   }
 
-  EngineConfig config(DType kv_type, std::vector<int32_t> eog) const {
+  EngineConfig config(DType kv_type, std::vector<int32_t> eog, const HeadMapOptions& sparse = {}) const {
     EngineConfig c;
+    c.head_map = sparse;
     c.kv_cache_tokens = kv_cache_tokens;
     c.kv_cache_mem = kv_cache_mem;
     c.kv_type = kv_type;

@@ -1,9 +1,11 @@
 // strata info MODEL.gguf: architecture, shapes, tensor types, size.
 #include <cstdio>
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
 
+#include "kv/head_modes.h"
 #include "model/model.h"
 #include "tools/commands.h"
 
@@ -11,9 +13,14 @@ namespace strata::tools {
 
 void register_info(CLI::App& app) {
   auto path = std::make_shared<std::string>();
+  auto sparse = std::make_shared<HeadMapOptions>();
   auto* cmd = app.add_subcommand("info", "print a model's architecture, shapes and tensor types");
   cmd->add_option("model", *path, "model GGUF")->required();
-  cmd->callback([path] {
+  cmd->add_option("--sparse-heads", sparse->map_path, "also report KV bytes per token under this head map");
+  cmd->add_option("--retrieval-ratio", sparse->retrieval_ratio, "fraction of KV heads kept full");
+  cmd->add_option("--sink", sparse->sink, "streaming heads: first tokens kept");
+  cmd->add_option("--window", sparse->window, "streaming heads: last tokens kept");
+  cmd->callback([path, sparse] {
     auto model = Model::load(*path);
     const auto& c = model->config();
     const auto& f = model->file();
@@ -48,6 +55,23 @@ void register_info(CLI::App& app) {
     std::printf("kv per token:   %lld bytes (f32), %lld bytes (f16)\n",
                 static_cast<long long>(2 * c.n_layers * c.n_kv_heads * c.head_dim * 4),
                 static_cast<long long>(2 * c.n_layers * c.n_kv_heads * c.head_dim * 2));
+    if (sparse->enabled()) {
+      // Per sequence: full heads keep every token; streaming heads keep their sink
+      // blocks and the blocks covering the window (16-token blocks, as the engine uses).
+      const HeadModes m = resolve_head_modes(*sparse, c.n_layers, c.n_kv_heads);
+      const int64_t bs = 16;
+      const int64_t per_head_token = 2 * c.head_dim * 4;
+      const int64_t bounded = ((m.sink + bs - 1) / bs + (m.window + bs - 1) / bs + 1) * bs;
+      std::printf("sparse heads:   %s\n", m.describe().c_str());
+      for (int64_t ctx : {int64_t{4096}, int64_t{16384}, int64_t{32768}}) {
+        const double dense = static_cast<double>(c.n_layers * c.n_kv_heads * per_head_token);
+        const double sparse_bytes =
+            static_cast<double>(m.n_full() * per_head_token * ctx + m.n_streaming() * per_head_token * std::min(ctx, bounded)) /
+            static_cast<double>(ctx);
+        std::printf("kv per token:   %.0f bytes (f32) at context %lld with the head map (%.1f%% of dense)\n",
+                    sparse_bytes, static_cast<long long>(ctx), 100.0 * sparse_bytes / dense);
+      }
+    }
     for (const auto& [type, e] : by_type) {
       std::printf("tensors %-6s  %d (%.2f MiB)\n", type.c_str(), e.first,
                   static_cast<double>(e.second) / (1 << 20));

@@ -47,6 +47,7 @@ void register_logits(CLI::App& app) {
     ro.context_length = f->engine.ctx;
     ro.max_batch_tokens = f->engine.batch;
     ro.kv_type = f->engine.kv_dtype();
+    ro.head_map = f->engine.sparse;
     SequenceRunner runner(*model, pool, ro);
     std::vector<float> all;
     runner.feed(ids, &all);

@@ -29,13 +29,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 void run(const RunFlags& f) {
+  const TraceFile trace(f.engine.trace);
   auto model = Model::load(f.engine.model_path);
+  model->set_tracer(trace.get());
   const Tokenizer tok = Tokenizer::from_gguf(model->file());
   ThreadPool pool(f.engine.thread_count());
   SequenceRunnerOptions ro;
   ro.context_length = f.engine.ctx;
   ro.max_batch_tokens = f.engine.batch;
   ro.kv_type = f.engine.kv_dtype();
+  ro.head_map = f.engine.sparse;
   SequenceRunner runner(*model, pool, ro);
 
   const auto prompt = tok.encode(f.prompt, tok.add_bos(), false);
@@ -45,6 +48,7 @@ void run(const RunFlags& f) {
   GenerateOptions go;
   go.max_new_tokens = f.n_predict;
   go.ignore_eos = f.ignore_eos;
+  go.tracer = trace.get();
 
   const auto t0 = std::chrono::steady_clock::now();
   double prompt_s = 0.0;
@@ -77,6 +81,7 @@ void run(const RunFlags& f) {
                "\nprompt: %zu tokens, %.2f tok/s | generated: %zu tokens, %.2f tok/s\n",
                prompt.size(), static_cast<double>(prompt.size()) / std::max(prompt_s, 1e-9),
                out.size(), n_gen > 1 ? (n_gen - 1) / std::max(gen_s, 1e-9) : 0.0);
+  trace.write();
 }
 
 }  // namespace
@@ -85,6 +90,7 @@ void register_run(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
   auto* cmd = app.add_subcommand("run", "generate text from a prompt");
   flags->engine.add(*cmd);
+  flags->engine.add_trace(*cmd);
   cmd->add_option("-p,--prompt", flags->prompt, "prompt text")->required();
   cmd->add_option("-n,--n-predict", flags->n_predict, "tokens to generate")->capture_default_str();
   cmd->add_option("--temp", flags->sampling.temperature, "temperature (0 = greedy)")->capture_default_str();

@@ -42,10 +42,12 @@ void serve(const ServeFlags& f) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   // Recorded by the engine thread only; written once shutdown() has joined it.
+  const TraceFile trace(f.engine.trace);
   server::ServeOptions o;
   o.model_path = f.engine.model_path;
   o.compute_threads = f.engine.thread_count();
-  o.engine = f.serving.config(f.engine.kv_dtype(), {});
+  o.engine = f.serving.config(f.engine.kv_dtype(), {}, f.engine.sparse);
+  o.engine.tracer = trace.get();
   o.engine.context_length = f.engine.ctx;
   o.http = f.http;
   o.api = f.api;
@@ -71,6 +73,7 @@ void serve(const ServeFlags& f) {
   }).detach();
   srv.shutdown();
   std::fprintf(stderr, "strata serve: stopped\n");
+  trace.write();
 }
 
 }  // namespace
@@ -79,6 +82,7 @@ void register_serve(CLI::App& app) {
   auto f = std::make_shared<ServeFlags>();
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (see docs/SERVER.md)");
   f->engine.add(*cmd, false);
+  f->engine.add_trace(*cmd);
   f->serving.add(*cmd);
   cmd->add_option("--host", f->http.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", f->http.port, "port to listen on (0 = any free port)")

@@ -24,6 +24,7 @@
 #include "sample/sampler.h"
 #include "sample/sampling_params.h"
 #include "sched/scheduler.h"
+#include "trace/tracer.h"
 
 namespace strata {
 
@@ -74,6 +75,14 @@ struct EngineConfig {
   bool prefix_cache = true;
   SchedulerConfig scheduler;
   std::vector<int32_t> eog_tokens;  // the model's end-of-generation ids
+  // Sparse attention: which KV heads are streaming (sink + window); dense by default.
+  // When head_modes is dense and head_map is enabled, the engine resolves head_map
+  // against the model's shape.
+  HeadModes head_modes;
+  HeadMapOptions head_map;
+  // Not owned. When set, the engine records step spans and scheduling instants into it
+  // and installs it on the model (Model::set_tracer) for the forward-pass spans.
+  Tracer* tracer = nullptr;
 };
 
 struct EngineMetrics {
@@ -84,6 +93,9 @@ struct EngineMetrics {
   int64_t prompt_tokens_total = 0, generation_tokens_total = 0;
   int64_t steps = 0;
   int64_t kv_evictions = 0;
+  KvUsage kv_stream;             // the streaming heads' pool (sparse attention)
+  uint64_t kv_bytes_in_use = 0;  // K/V bytes in blocks held by sequences, both pools
+  int64_t kv_context_tokens = 0;  // tokens in the KV of live sequences
 };
 
 class Engine {

@@ -58,22 +58,39 @@ void AttentionScratch::reserve(int n_threads, const AttentionShape& shape, int64
   if (buffer_.size() < need) buffer_.resize(need);
 }
 
+namespace {
+
+// The block of the pool that holds (layer, head) for position `pos`, or throws.
+int32_t block_for(const KvCache& cache, const SequenceView& seq, bool streaming, int64_t pos) {
+  const int64_t bi = pos / cache.config().block_size;
+  const std::span<const int32_t> table = streaming ? seq.stream_table : seq.block_table;
+  if (pos < 0 || bi >= static_cast<int64_t>(table.size())) {
+    throw Error("write_kv: position " + std::to_string(pos) + " outside the " +
+                (streaming ? "stream" : "block") + " table");
+  }
+  const int32_t block = table[static_cast<size_t>(bi)];
+  const int64_t limit = streaming ? cache.config().n_stream_blocks : cache.config().n_blocks;
+  if (block < 0 || block >= limit) throw Error("write_kv: block id out of range");
+  return block;
+}
+
+}  // namespace
+
 void write_kv(KvCache& cache, int64_t layer, const ForwardBatch& batch, const float* k,
               const float* v) {
   const auto& cfg = cache.config();
   const int64_t row = cfg.n_kv_heads * cfg.head_dim;
   const size_t esz = cache.element_size();
+  const bool any_streaming = cfg.modes.n_streaming_in_layer(layer) > 0;
+  const bool any_full = cfg.modes.n_streaming_in_layer(layer) < cfg.n_kv_heads;
   for (int64_t t = 0; t < batch.n_tokens(); ++t) {
     const auto& seq = batch.seqs[static_cast<size_t>(batch.seq_index[static_cast<size_t>(t)])];
     const int64_t pos = batch.positions[static_cast<size_t>(t)];
-    const int64_t bi = pos / cfg.block_size;
-    if (pos < 0 || bi >= static_cast<int64_t>(seq.block_table.size())) {
-      throw Error("write_kv: position " + std::to_string(pos) + " outside the block table");
-    }
-    const int32_t block = seq.block_table[static_cast<size_t>(bi)];
-    if (block < 0 || block >= cfg.n_blocks) throw Error("write_kv: block id out of range");
+    const int32_t full_block = any_full ? block_for(cache, seq, false, pos) : -1;
+    const int32_t stream_block = any_streaming ? block_for(cache, seq, true, pos) : -1;
     const int64_t slot = pos % cfg.block_size;
     for (int64_t h = 0; h < cfg.n_kv_heads; ++h) {
+      const int32_t block = cache.streaming(layer, h) ? stream_block : full_block;
       const size_t off = static_cast<size_t>(slot * cfg.head_dim) * esz;
       store_row(cache.k_tile(layer, block, h) + off, cfg.dtype, k + t * row + h * cfg.head_dim,
                 cfg.head_dim);
@@ -103,34 +120,64 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
     float* acc = buf + lay.acc;
     float* mx = buf + lay.max;
     float* sum = buf + lay.sum;
+    // Folds keys [j0, j1) of block `bi` (all in one tile) into the running softmax.
+    auto fold = [&](const float* qg, std::span<const int32_t> table, int64_t g, int64_t bi, int64_t j0,
+                    int64_t j1) {
+      const int32_t block = table[static_cast<size_t>(bi)];
+      const int64_t n = j1 - j0;
+      const size_t skip = static_cast<size_t>((j0 - bi * bs) * hd) * cache.element_size();
+      const float* kt = tile_as_f32(cache.k_tile(layer, block, g) + skip, cfg.dtype, n * hd, ktmp);
+      const float* vt = tile_as_f32(cache.v_tile(layer, block, g) + skip, cfg.dtype, n * hd, vtmp);
+      for (int64_t r = 0; r < n_rep; ++r) {
+        float* sc = scores + r * bs;
+        const float block_max = tk.scores(qg + r * hd, kt, n, hd, shape.scale, sc);
+        // Online softmax: rescale what was accumulated under the old running max.
+        const float new_max = std::max(mx[r], block_max);
+        const float correction = std::exp(mx[r] - new_max);
+        sum[r] *= correction;
+        for (int64_t j = 0; j < n; ++j) {
+          sc[j] = std::exp(sc[j] - new_max);
+          sum[r] += sc[j];
+        }
+        tk.accumulate(sc, vt, n, hd, correction, acc + r * hd);
+        mx[r] = new_max;
+      }
+    };
     for (int64_t item = n_items * tid / nt; item < n_items * (tid + 1) / nt; ++item) {
       const int64_t t = item / shape.n_kv_heads;
       const int64_t g = item % shape.n_kv_heads;
       const auto& seq = batch.seqs[static_cast<size_t>(batch.seq_index[static_cast<size_t>(t)])];
-      const int64_t n_ctx = batch.positions[static_cast<size_t>(t)] + 1;  // causal
+      const int64_t pos = batch.positions[static_cast<size_t>(t)];
+      const int64_t n_ctx = pos + 1;  // causal
       const float* qg = q + t * q_row + g * n_rep * hd;
       std::fill(acc, acc + n_rep * hd, 0.0f);
       std::fill(mx, mx + n_rep, -std::numeric_limits<float>::infinity());
       std::fill(sum, sum + n_rep, 0.0f);
-      const int64_t n_blocks = (n_ctx + bs - 1) / bs;
-      for (int64_t bi = 0; bi < n_blocks; ++bi) {
-        const int32_t block = seq.block_table[static_cast<size_t>(bi)];
-        const int64_t n_valid = std::min(bs, n_ctx - bi * bs);
-        const float* kt = tile_as_f32(cache.k_tile(layer, block, g), cfg.dtype, n_valid * hd, ktmp);
-        const float* vt = tile_as_f32(cache.v_tile(layer, block, g), cfg.dtype, n_valid * hd, vtmp);
-        for (int64_t r = 0; r < n_rep; ++r) {
-          float* sc = scores + r * bs;
-          const float block_max = tk.scores(qg + r * hd, kt, n_valid, hd, shape.scale, sc);
-          // Online softmax: rescale what was accumulated under the old running max.
-          const float new_max = std::max(mx[r], block_max);
-          const float correction = std::exp(mx[r] - new_max);
-          sum[r] *= correction;
-          for (int64_t j = 0; j < n_valid; ++j) {
-            sc[j] = std::exp(sc[j] - new_max);
-            sum[r] += sc[j];
+      if (!cache.streaming(layer, g)) {
+        const int64_t n_blocks = (n_ctx + bs - 1) / bs;
+        for (int64_t bi = 0; bi < n_blocks; ++bi) {
+          fold(qg, seq.block_table, g, bi, bi * bs, std::min(n_ctx, (bi + 1) * bs));
+        }
+      } else {
+        // Keys [0, sink_end) and [window_begin, pos], block by block in position order.
+        // A block's keys from both ranges form one segment when the ranges touch, so
+        // with the window reaching back to the sinks this is exactly the full loop.
+        const StreamingRange r = streaming_range(pos, cfg.modes.sink, cfg.modes.window);
+        const int64_t n_blocks = (n_ctx + bs - 1) / bs;
+        for (int64_t bi = 0; bi < n_blocks; ++bi) {
+          const int64_t b0 = bi * bs, b1 = std::min(n_ctx, b0 + bs);
+          if (b1 <= r.window_begin && b0 >= r.sink_end) {
+            bi = r.window_begin / bs - 1;  // jump to the window's first block
+            continue;
           }
-          tk.accumulate(sc, vt, n_valid, hd, correction, acc + r * hd);
-          mx[r] = new_max;
+          const int64_t s1 = std::min(b1, r.sink_end);         // sink part: [b0, s1)
+          const int64_t w0 = std::max(b0, r.window_begin);     // window part: [w0, b1)
+          if (s1 > b0 && w0 <= s1) {
+            fold(qg, seq.stream_table, g, bi, b0, b1);
+          } else {
+            if (s1 > b0) fold(qg, seq.stream_table, g, bi, b0, s1);
+            if (w0 < b1) fold(qg, seq.stream_table, g, bi, w0, b1);
+          }
         }
       }
       for (int64_t r = 0; r < n_rep; ++r) {

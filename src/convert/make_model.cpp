@@ -1,8 +1,10 @@
 #include "convert/make_model.h"
 
 #include <cmath>
+#include <fstream>
 #include <vector>
 
+#include "convert/induction_model.h"
 #include "convert/quantize.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
@@ -57,10 +59,27 @@ const ModelPreset& find_preset(const std::string& name) {
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const auto& p : presets()) names.push_back(p.name);
+  names.push_back(kInductionPreset);
   return names;
 }
 
 void make_model(const MakeModelOptions& opt) {
+  if (opt.preset == kInductionPreset) {
+    InductionModelOptions io;
+    io.output_path = opt.output_path;
+    io.type = opt.type;
+    io.seed = opt.seed;
+    io.context_length = opt.context_length;
+    make_induction_model(io);
+    if (!opt.head_map_path.empty()) {
+      std::ofstream out(opt.head_map_path);
+      out << induction_head_map_json();
+      if (!out) throw Error(opt.head_map_path + ": cannot write the head map");
+    }
+    return;
+  }
+  if (!opt.head_map_path.empty())
+    throw Error("--head-map: only the induction preset has a head map");
   const ModelPreset& p = find_preset(opt.preset);
   const auto vocab = gguf::GgufFile::open(opt.vocab_path);
   if (!vocab.has("tokenizer.ggml.tokens")) {

@@ -17,8 +17,11 @@ struct ModelPreset {
 };
 
 // Presets: tiny (tests), llama-1b (TinyLlama-1.1B's shape), llama-8b (Llama-3-8B's shape).
+// "induction" is not a shape but the hand-built retrieval model of induction_model.h
+// (own vocabulary; listed by preset_names(), unknown to find_preset()).
 const ModelPreset& find_preset(const std::string& name);
 std::vector<std::string> preset_names();
+inline constexpr const char* kInductionPreset = "induction";
 
 struct MakeModelOptions {
   std::string preset = "tiny";
@@ -27,6 +30,7 @@ struct MakeModelOptions {
   DType type = DType::F32;
   uint64_t seed = 0;
   int64_t context_length = 0;  // 0 = the preset's
+  std::string head_map_path;   // induction preset: also write the ground-truth head map JSON
 };
 
 void make_model(const MakeModelOptions& options);

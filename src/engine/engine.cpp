@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "engine/engine_trace.h"
 #include "strata/engine.h"
 
 namespace strata {
@@ -35,8 +36,11 @@ uint64_t model_identity(const Model& model) {
 
 int64_t pool_tokens(const Model& model, const EngineConfig& c) {
   const auto& mc = model.config();
-  const int64_t bytes_per_token = 2 * mc.n_layers * mc.n_kv_heads * mc.head_dim *
-                                  static_cast<int64_t>(dtype_info(c.kv_type).type_size);
+  // The paged pool holds the full heads only (all heads when attention is dense).
+  const int64_t full_heads = c.head_modes.dense() ? mc.n_layers * mc.n_kv_heads
+                                                  : std::max<int64_t>(1, c.head_modes.n_full());
+  const int64_t bytes_per_token =
+      2 * full_heads * mc.head_dim * static_cast<int64_t>(dtype_info(c.kv_type).type_size);
   int64_t tokens = c.kv_cache_tokens;
   if (tokens <= 0 && c.kv_cache_mem > 0) tokens = static_cast<int64_t>(c.kv_cache_mem) / bytes_per_token;
   if (tokens <= 0) {
@@ -48,6 +52,29 @@ int64_t pool_tokens(const Model& model, const EngineConfig& c) {
   }
   if (tokens < c.block_size) throw Error("kv cache: pool holds fewer tokens than one block");
   return tokens;
+}
+
+// Sparse attention's stream pool: every running sequence's sinks and window, the
+// blocks one step's prefill chunks span, and as much again to keep released window
+// blocks cached for prefix hits. 0 when no head is streaming.
+int64_t stream_pool_blocks(const EngineConfig& c) {
+  if (c.head_modes.n_streaming() == 0) return 0;
+  const int64_t bs = c.block_size;
+  const int64_t per_seq = (c.head_modes.sink + bs - 1) / bs + (c.head_modes.window + bs - 1) / bs + 2;
+  const int64_t chunks = (c.scheduler.max_batch_tokens + bs - 1) / bs + c.scheduler.max_seqs;
+  return 2 * (c.scheduler.max_seqs * per_seq + chunks);
+}
+
+// Sparse attention keeps only a window of the streaming heads, so a prompt must be
+// prefilled in chunks that fit the stream pool.
+EngineConfig normalized(EngineConfig c, const Model& model) {
+  if (c.head_modes.dense() && c.head_map.enabled()) {
+    c.head_modes = resolve_head_modes(c.head_map, model.config().n_layers, model.config().n_kv_heads);
+  }
+  if (c.head_modes.n_streaming() > 0 && c.scheduler.prefill_chunk <= 0) {
+    c.scheduler.prefill_chunk = c.scheduler.max_batch_tokens;
+  }
+  return c;
 }
 
 }  // namespace
@@ -75,14 +102,17 @@ struct Engine::Live {
 Engine::Engine(Model& model, ThreadPool& pool, const EngineConfig& config)
     : model_(model),
       pool_(pool),
-      config_(config),
+      config_(normalized(config, model)),
       context_length_(config.context_length > 0 ? config.context_length : model.config().context_length),
-      cache_(model.kv_config((pool_tokens(model, config) + config.block_size - 1) / config.block_size,
-                             config.block_size, config.kv_type)),
-      kv_({static_cast<int32_t>(cache_.config().n_blocks), config.block_size, config.prefix_cache,
-           model_identity(model)}),
-      scheduler_(config.scheduler, kv_) {
+      cache_(model.kv_config((pool_tokens(model, config_) + config_.block_size - 1) / config_.block_size,
+                             config_.block_size, config_.kv_type, config_.head_modes,
+                             stream_pool_blocks(config_))),
+      kv_({static_cast<int32_t>(cache_.config().n_blocks), config_.block_size, config_.prefix_cache,
+           model_identity(model), static_cast<int32_t>(cache_.config().n_stream_blocks),
+           config_.head_modes.sink, config_.head_modes.window}),
+      scheduler_(config_.scheduler, kv_) {
   row_.resize(static_cast<size_t>(model.config().n_vocab));
+  if (config_.tracer) model_.set_tracer(config_.tracer);
 }
 
 Engine::~Engine() = default;
@@ -178,7 +208,7 @@ void Engine::build_batch(const SchedulerOutput& out) {
       positions_.push_back(static_cast<int32_t>(p));
       seq_index_.push_back(static_cast<int32_t>(i));
     }
-    views_.push_back({r.kv.block_table, static_cast<int32_t>(end)});
+    views_.push_back({r.kv.block_table, static_cast<int32_t>(end), r.kv.stream_table});
     // Logits are needed only when this step reaches the sequence's last known token.
     if (end == static_cast<int64_t>(r.tokens.size())) {
       sampled_slot_.push_back(static_cast<int32_t>(logit_rows_.size()));
@@ -202,13 +232,22 @@ std::span<const RequestOutput> Engine::step() {
   }
   pending_aborts_.clear();
 
+  TraceSpan step_span(config_.tracer, "step", kTraceScheduler);
+  TraceSpan span(config_.tracer, "schedule", kTraceScheduler);
+  const int64_t hits_before = kv_.prefix_hits(), evictions_before = kv_.evictions();
   const SchedulerOutput out = scheduler_.schedule();
+  if (config_.tracer) {
+    trace_schedule(*config_.tracer, out, step_span, span, kv_.prefix_hits() - hits_before,
+                   kv_.evictions() - evictions_before);
+  }
   if (out.empty()) return {outputs_.data(), n_outputs_};
   ++steps_;
   build_batch(out);
+  span.end();
   const double t_sched = now_s();
   const auto logits = model_.forward(ForwardBatch{tokens_, positions_, seq_index_, views_, logit_rows_},
                                      cache_, pool_);
+  span.next("sample");
   const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
   const int64_t limit = std::min(context_length_, kv_capacity_tokens());
 
@@ -292,6 +331,12 @@ EngineMetrics Engine::metrics() const {
   m.generation_tokens_total = generation_tokens_total_;
   m.steps = steps_;
   m.kv_evictions = kv_.evictions();
+  m.kv_stream = kv_.stream_usage();
+  m.kv_bytes_in_use = static_cast<uint64_t>(m.kv.used) * static_cast<uint64_t>(config_.block_size) *
+                          cache_.full_bytes_per_token() +
+                      static_cast<uint64_t>(m.kv_stream.used) * static_cast<uint64_t>(config_.block_size) *
+                          cache_.stream_bytes_per_token();
+  for (const auto& [id, live] : live_) m.kv_context_tokens += live->sched->n_computed;
   return m;
 }
 

@@ -18,19 +18,55 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
   }
   element_size_ = dtype_info(config.dtype).type_size;
   tile_elems_ = config.block_size * config.head_dim;
-  auto bytes = checked_mul(static_cast<uint64_t>(config.n_layers), config.n_blocks);
-  if (bytes) bytes = checked_mul(*bytes, config.n_kv_heads);
-  if (bytes) bytes = checked_mul(*bytes, tile_elems_);
-  if (bytes) bytes = checked_mul(*bytes, element_size_);
-  if (!bytes || *bytes > (uint64_t{1} << 46)) throw Error("kv cache: size overflows");
-  // Zero-initialised so a read of a never-written slot is deterministic (it is masked anyway).
-  k_.assign(*bytes, 0);
-  v_.assign(*bytes, 0);
+  const HeadModes& m = config.modes;
+  if (!m.dense()) {
+    if (m.n_layers != config.n_layers || m.n_kv_heads != config.n_kv_heads ||
+        static_cast<int64_t>(m.streaming.size()) != config.n_layers * config.n_kv_heads) {
+      throw Error("kv cache: head modes do not match the model's layers and KV heads");
+    }
+    if (config.n_stream_blocks <= 0 && m.n_streaming() > 0) {
+      throw Error("kv cache: streaming heads need a stream pool (n_stream_blocks > 0)");
+    }
+  }
+  const int64_t n_blocks[2] = {config.n_blocks, config.n_stream_blocks};
+  head_index_.resize(static_cast<size_t>(config.n_layers * config.n_kv_heads));
+  for (int p = 0; p < 2; ++p) {
+    layer_heads_[p].assign(static_cast<size_t>(config.n_layers), 0);
+    layer_base_[p].assign(static_cast<size_t>(config.n_layers), 0);
+  }
+  int64_t tiles[2] = {0, 0};
+  for (int64_t l = 0; l < config.n_layers; ++l) {
+    for (int64_t h = 0; h < config.n_kv_heads; ++h) {
+      const int p = pool(l, h);
+      head_index_[static_cast<size_t>(l * config.n_kv_heads + h)] = layer_heads_[p][static_cast<size_t>(l)]++;
+    }
+    for (int p = 0; p < 2; ++p) {
+      layer_base_[p][static_cast<size_t>(l)] = tiles[p];
+      auto t = checked_mul(static_cast<uint64_t>(n_blocks[p]), static_cast<uint64_t>(layer_heads_[p][static_cast<size_t>(l)]));
+      if (t) t = checked_add(*t, static_cast<uint64_t>(tiles[p]));
+      if (!t || *t > (uint64_t{1} << 40)) throw Error("kv cache: size overflows");
+      tiles[p] = static_cast<int64_t>(*t);
+    }
+  }
+  for (int p = 0; p < 2; ++p) {
+    auto bytes = checked_mul(static_cast<uint64_t>(tiles[p]), static_cast<uint64_t>(tile_elems_));
+    if (bytes) bytes = checked_mul(*bytes, element_size_);
+    if (!bytes || *bytes > (uint64_t{1} << 46)) throw Error("kv cache: size overflows");
+    // Zero-initialised so a read of a never-written slot is deterministic (it is masked anyway).
+    k_[p].assign(*bytes, 0);
+    v_[p].assign(*bytes, 0);
+  }
 }
 
 size_t KvCache::bytes_per_token() const {
   return static_cast<size_t>(2 * config_.n_layers * config_.n_kv_heads * config_.head_dim) *
          element_size_;
+}
+
+size_t KvCache::pool_bytes_per_token(int p) const {
+  int64_t heads = 0;
+  for (int64_t l = 0; l < config_.n_layers; ++l) heads += layer_heads_[p][static_cast<size_t>(l)];
+  return static_cast<size_t>(2 * heads * config_.head_dim) * element_size_;
 }
 
 }  // namespace strata

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "kv/head_modes.h"
 
 namespace strata {
 
@@ -19,6 +20,11 @@ struct KvCacheConfig {
   int64_t block_size = 16;  // tokens per block
   int64_t n_blocks = 0;
   DType dtype = DType::F32;  // F32 or F16
+  // Sparse attention: streaming heads' K/V live in a second pool of n_stream_blocks
+  // blocks (addressed through a sequence's stream table), full heads' in the first.
+  // Dense modes (the default) leave the second pool empty and the layout unchanged.
+  HeadModes modes;
+  int64_t n_stream_blocks = 0;
 };
 
 class KvCache {
@@ -27,33 +33,50 @@ class KvCache {
 
   const KvCacheConfig& config() const { return config_; }
   size_t element_size() const { return element_size_; }
-  // Bytes of K plus V for one token across all layers and heads.
+  // Bytes of K plus V for one token across all layers and heads (dense).
   size_t bytes_per_token() const;
-  size_t total_bytes() const { return k_.size() + v_.size(); }
+  // Bytes of K plus V for one token in each pool (full heads; streaming heads).
+  size_t full_bytes_per_token() const { return pool_bytes_per_token(kFull); }
+  size_t stream_bytes_per_token() const { return pool_bytes_per_token(kStream); }
+  size_t total_bytes() const { return k_[0].size() + v_[0].size() + k_[1].size() + v_[1].size(); }
+  bool streaming(int64_t layer, int64_t head) const { return config_.modes.is_streaming(layer, head); }
+  // Blocks in the pool that holds (layer, head): n_blocks or n_stream_blocks.
+  int64_t pool_blocks(int64_t layer, int64_t head) const {
+    return streaming(layer, head) ? config_.n_stream_blocks : config_.n_blocks;
+  }
 
-  // Layout: [layer][block][kv_head][slot in block][head_dim]. A (block, head) tile is
-  // contiguous, so attention for one KV head streams each block once for all the query
-  // heads that share it.
-  uint8_t* k_tile(int64_t layer, int64_t block, int64_t head) { return k_.data() + offset(layer, block, head); }
-  uint8_t* v_tile(int64_t layer, int64_t block, int64_t head) { return v_.data() + offset(layer, block, head); }
+  // Layout of each pool: [layer][block][head of that mode in the layer][slot][head_dim].
+  // A (block, head) tile is contiguous, so attention for one KV head streams each block
+  // once for all the query heads that share it. `block` indexes the pool that holds
+  // (layer, head): the paged pool for full heads, the stream pool for streaming heads.
+  uint8_t* k_tile(int64_t layer, int64_t block, int64_t head) { return k_[pool(layer, head)].data() + offset(layer, block, head); }
+  uint8_t* v_tile(int64_t layer, int64_t block, int64_t head) { return v_[pool(layer, head)].data() + offset(layer, block, head); }
   const uint8_t* k_tile(int64_t layer, int64_t block, int64_t head) const {
-    return k_.data() + offset(layer, block, head);
+    return k_[pool(layer, head)].data() + offset(layer, block, head);
   }
   const uint8_t* v_tile(int64_t layer, int64_t block, int64_t head) const {
-    return v_.data() + offset(layer, block, head);
+    return v_[pool(layer, head)].data() + offset(layer, block, head);
   }
 
  private:
+  static constexpr int kFull = 0, kStream = 1;
+  int pool(int64_t layer, int64_t head) const { return streaming(layer, head) ? kStream : kFull; }
   size_t offset(int64_t layer, int64_t block, int64_t head) const {
-    return static_cast<size_t>(((layer * config_.n_blocks + block) * config_.n_kv_heads + head) *
-                               tile_elems_) *
+    const size_t lh = static_cast<size_t>(layer * config_.n_kv_heads + head);
+    const int p = pool(layer, head);
+    const auto l = static_cast<size_t>(layer);
+    return static_cast<size_t>((layer_base_[p][l] + block * layer_heads_[p][l] + head_index_[lh]) * tile_elems_) *
            element_size_;
   }
+  size_t pool_bytes_per_token(int p) const;
 
   KvCacheConfig config_;
   size_t element_size_;
   int64_t tile_elems_;  // block_size * head_dim
-  std::vector<uint8_t> k_, v_;
+  std::vector<int64_t> head_index_;     // [layer * n_kv_heads + head]: index among its mode's heads
+  std::vector<int64_t> layer_heads_[2];  // [pool][layer]: heads of that mode in the layer
+  std::vector<int64_t> layer_base_[2];   // [pool][layer]: first tile of the layer in the pool
+  std::vector<uint8_t> k_[2], v_[2];
 };
 
 }  // namespace strata

@@ -12,6 +12,10 @@ namespace strata {
 struct SequenceView {
   std::span<const int32_t> block_table;  // KV blocks of this sequence, in position order
   int32_t context_len = 0;               // tokens in KV once this batch is written
+  // Sparse attention only: the streaming heads' blocks in the stream pool, indexed like
+  // block_table (block i holds positions [i*B, (i+1)*B)); -1 where a block has left
+  // the window and was released. Empty when every head is full.
+  std::span<const int32_t> stream_table;
 };
 
 struct ForwardBatch {

@@ -44,8 +44,11 @@ size_t Model::weight_bytes_per_token() const {
   return total;
 }
 
-KvCacheConfig Model::kv_config(int64_t n_blocks, int64_t block_size, DType dtype) const {
+KvCacheConfig Model::kv_config(int64_t n_blocks, int64_t block_size, DType dtype,
+                               const HeadModes& modes, int64_t n_stream_blocks) const {
   KvCacheConfig kc;
+  kc.modes = modes;
+  kc.n_stream_blocks = modes.n_streaming() > 0 ? n_stream_blocks : 0;
   kc.n_layers = config_.n_layers;
   kc.n_kv_heads = config_.n_kv_heads;
   kc.head_dim = config_.head_dim;
@@ -53,6 +56,22 @@ KvCacheConfig Model::kv_config(int64_t n_blocks, int64_t block_size, DType dtype
   kc.n_blocks = n_blocks;
   kc.dtype = dtype;
   return kc;
+}
+
+// Sparse attention: every stream block a token at `pos` reads (its sinks and its
+// window) must be held, or attention would read a released block.
+void Model::validate_stream_blocks(const SequenceView& s, int64_t pos, const KvCache& cache) const {
+  const auto& kc = cache.config();
+  const StreamingRange r = streaming_range(pos, kc.modes.sink, kc.modes.window);
+  const auto check = [&](int64_t first, int64_t last) {  // blocks [first, last]
+    for (int64_t bi = first; bi <= last; ++bi) {
+      if (bi >= static_cast<int64_t>(s.stream_table.size())) throw Error("forward: stream table too short");
+      const int32_t blk = s.stream_table[static_cast<size_t>(bi)];
+      if (blk < 0 || blk >= kc.n_stream_blocks) throw Error("forward: stream block missing or out of range");
+    }
+  };
+  if (r.sink_end > 0) check(0, (r.sink_end - 1) / kc.block_size);
+  check(r.window_begin / kc.block_size, pos / kc.block_size);
 }
 
 void Model::validate(const ForwardBatch& b, const KvCache& cache) const {
@@ -79,6 +98,7 @@ void Model::validate(const ForwardBatch& b, const KvCache& cache) const {
     if (b.positions[t] < 0 || b.positions[t] >= b.seqs[static_cast<size_t>(s)].context_len) {
       throw Error("forward: position outside the sequence's context");
     }
+    if (cache.config().n_stream_blocks > 0) validate_stream_blocks(b.seqs[static_cast<size_t>(s)], b.positions[t], cache);
   }
   int64_t prev = -1;
   for (int32_t r : b.logit_rows) {
@@ -130,12 +150,15 @@ void Model::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, floa
 }
 
 std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, ThreadPool& pool) {
+  TraceSpan forward_span(tracer_, "forward", kTraceForward);
   validate(b, cache);
   const auto& c = config_;
   const int64_t T = b.n_tokens();
   const auto R = static_cast<int64_t>(b.logit_rows.size());
   reserve(T, R, pool.size(), cache.config().block_size);
   compute_rope_tables(b);
+  forward_span.arg("n_tokens", T).arg("n_seqs", static_cast<int64_t>(b.seqs.size())).arg("n_logits", R);
+  TraceSpan span(tracer_, "embedding", kTraceForward);
 
   // Embedding lookup: dequantize one row per token.
   const auto& embd_traits = kernels::type_traits(weights_.token_embd.type);
@@ -144,16 +167,21 @@ std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, Thr
                          x_.data() + t * c.dim, c.dim);
   }
 
+  span.end();
   for (int64_t l = 0; l < c.n_layers; ++l) {
+    TraceSpan layer_span(tracer_, "layer", kTraceForward);
+    layer_span.arg("layer", l);
     attention_block(l, b, cache, pool);
     ffn_block(l, T, pool);
   }
 
   // Final norm and classifier only for the rows whose logits are wanted.
+  span.next("final_norm");
   for (int64_t r = 0; r < R; ++r) {
     kernels::rmsnorm(x_.data() + b.logit_rows[static_cast<size_t>(r)] * c.dim,
                      weights_.output_norm.data(), final_.data() + r * c.dim, c.dim, c.rms_eps);
   }
+  span.next("lm_head");
   if (R > 0) matmul(weights_.output, final_.data(), R, logits_.data(), pool);
   return {logits_.data(), static_cast<size_t>(R * c.n_vocab)};
 }
@@ -168,14 +196,17 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
   const int64_t half = c.rope_dim / 2;
   const bool neox = c.rope_layout == RopeLayout::kNeox;
 
+  TraceSpan span(tracer_, "attn_norm", kTraceForward);
   for (int64_t t = 0; t < T; ++t) {
     kernels::rmsnorm(x_.data() + t * c.dim, L.attn_norm.data(), xb_.data() + t * c.dim, c.dim,
                      c.rms_eps);
   }
+  span.next("qkv_matmul");
   matmul(L.wq, xb_.data(), T, q_.data(), pool);
   matmul(L.wk, xb_.data(), T, k_.data(), pool);
   matmul(L.wv, xb_.data(), T, v_.data(), pool);
 
+  span.next("rope");
   for (int64_t t = 0; t < T; ++t) {
     float* q = q_.data() + t * q_dim;
     float* k = k_.data() + t * kv_dim;
@@ -199,26 +230,34 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
     kernels::rope(k, c.n_kv_heads, c.head_dim, c.rope_dim, cs, sn, neox);
   }
 
+  span.next("attention");
   write_kv(cache, layer, b, k_.data(), v_.data());
   const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim,
                              1.0f / std::sqrt(static_cast<float>(c.head_dim))};
   paged_attention(cache, layer, b, shape, q_.data(), att_.data(), pool, attention_scratch_);
 
+  span.next("out_matmul");
   matmul(L.wo, att_.data(), T, xb_.data(), pool);
+  span.end();
   for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
 }
 
 void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
   const auto& c = config_;
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
+  TraceSpan span(tracer_, "ffn_norm", kTraceForward);
   for (int64_t t = 0; t < T; ++t) {
     kernels::rmsnorm(x_.data() + t * c.dim, L.ffn_norm.data(), xb_.data() + t * c.dim, c.dim,
                      c.rms_eps);
   }
+  span.next("gate_up_matmul");
   matmul(L.w_gate, xb_.data(), T, gate_.data(), pool);
   matmul(L.w_up, xb_.data(), T, up_.data(), pool);
+  span.next("swiglu");
   kernels::swiglu(gate_.data(), up_.data(), T * c.ffn_dim);
+  span.next("down_matmul");
   matmul(L.w_down, gate_.data(), T, xb_.data(), pool);
+  span.end();
   for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
 }
 

@@ -15,6 +15,7 @@
 #include "model/config.h"
 #include "model/forward_batch.h"
 #include "model/weights.h"
+#include "trace/tracer.h"
 
 namespace strata {
 
@@ -30,7 +31,10 @@ class Model {
   // Bytes of weights read to produce one token (every matrix once, plus one embedding row).
   size_t weight_bytes_per_token() const;
 
-  KvCacheConfig kv_config(int64_t n_blocks, int64_t block_size, DType dtype) const;
+  // The KV cache layout for this model; with streaming heads in `modes` their K/V go to
+  // a separate pool of n_stream_blocks blocks.
+  KvCacheConfig kv_config(int64_t n_blocks, int64_t block_size, DType dtype, const HeadModes& modes = {},
+                          int64_t n_stream_blocks = 0) const;
 
   // Runs the batch: writes each token's K/V into `cache` through the block tables and
   // returns the logits of the rows in batch.logit_rows, [logit_rows.size()][n_vocab],
@@ -38,9 +42,15 @@ class Model {
   // a steady decode loop does not allocate.
   std::span<const float> forward(const ForwardBatch& batch, KvCache& cache, ThreadPool& pool);
 
+  // Records forward-pass spans (per layer: norms, matmuls, rope, attention) into
+  // `tracer` from now on; null (the default) turns tracing off.
+  void set_tracer(Tracer* tracer) { tracer_ = tracer; }
+  Tracer* tracer() const { return tracer_; }
+
  private:
   explicit Model(gguf::GgufFile file);
   void validate(const ForwardBatch& batch, const KvCache& cache) const;
+  void validate_stream_blocks(const SequenceView& seq, int64_t pos, const KvCache& cache) const;
   void reserve(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t block_size);
   void compute_rope_tables(const ForwardBatch& batch);
   void attention_block(int64_t layer, const ForwardBatch& batch, KvCache& cache, ThreadPool& pool);
@@ -51,6 +61,7 @@ class Model {
   ModelConfig config_;
   ModelWeights weights_;
   std::vector<float> inv_freq_;  // (rope_dim/2) RoPE angular frequencies
+  Tracer* tracer_ = nullptr;     // not owned; null = tracing off
 
   // Workspace, sized for the largest batch seen so far.
   int64_t capacity_tokens_ = 0;

@@ -15,39 +15,51 @@ int64_t pick_context(const Model& model, int64_t requested) {
   return std::min(requested, max_ctx);
 }
 
+// Stream pool for one sequence: its sinks, its window and one prefill chunk.
+int64_t stream_blocks(const SequenceRunnerOptions& o) {
+  if (o.head_modes.n_streaming() == 0) return 0;
+  const int64_t bs = o.block_size;
+  return (o.head_modes.sink + bs - 1) / bs + (o.head_modes.window + o.max_batch_tokens + bs - 1) / bs + 2;
+}
+
+SequenceRunnerOptions resolved(SequenceRunnerOptions o, const Model& model) {
+  if (o.head_modes.dense() && o.head_map.enabled()) {
+    o.head_modes = resolve_head_modes(o.head_map, model.config().n_layers, model.config().n_kv_heads);
+  }
+  return o;
+}
+
 }  // namespace
 
 SequenceRunner::SequenceRunner(Model& model, ThreadPool& pool, const SequenceRunnerOptions& options)
     : model_(model),
       pool_(pool),
-      options_(options),
+      options_(resolved(options, model)),
       context_length_(pick_context(model, options.context_length)),
-      cache_(model.kv_config((context_length_ + options.block_size - 1) / options.block_size,
-                             options.block_size, options.kv_type)),
-      blocks_(static_cast<int32_t>(cache_.config().n_blocks)) {
+      cache_(model.kv_config((context_length_ + options_.block_size - 1) / options_.block_size,
+                             options_.block_size, options_.kv_type, options_.head_modes,
+                             stream_blocks(options_))),
+      kv_({static_cast<int32_t>(cache_.config().n_blocks), static_cast<int32_t>(options_.block_size),
+           /*prefix_cache=*/false, /*model_id=*/0, static_cast<int32_t>(cache_.config().n_stream_blocks),
+           options_.head_modes.sink, options_.head_modes.window}) {
   if (options_.max_batch_tokens <= 0) throw Error("max_batch_tokens must be positive");
   const auto chunk = static_cast<size_t>(options_.max_batch_tokens);
   positions_.reserve(chunk);
   seq_index_.assign(chunk, 0);
   logit_rows_.reserve(chunk);
   history_.reserve(static_cast<size_t>(context_length_));
-  block_table_.reserve(static_cast<size_t>(cache_.config().n_blocks));
+  seq_.block_table.reserve(static_cast<size_t>(cache_.config().n_blocks));
+  seq_.stream_table.reserve(static_cast<size_t>(cache_.config().n_blocks));
   last_logits_.resize(static_cast<size_t>(model.config().n_vocab));
 }
 
 void SequenceRunner::reset() {
-  for (int32_t b : block_table_) blocks_.release(b);
-  block_table_.clear();
+  kv_.free(seq_);
   history_.clear();
 }
 
 void SequenceRunner::ensure_blocks(int64_t n_tokens) {
-  const int64_t bs = options_.block_size;
-  while (static_cast<int64_t>(block_table_.size()) * bs < n_tokens) {
-    const auto b = blocks_.allocate();
-    if (!b) throw Error("sequence runner: KV cache full");
-    block_table_.push_back(*b);
-  }
+  if (!kv_.allocate(seq_, n_tokens)) throw Error("sequence runner: KV cache full");
 }
 
 std::span<const float> SequenceRunner::feed(std::span<const int32_t> tokens,
@@ -75,7 +87,7 @@ std::span<const float> SequenceRunner::feed(std::span<const int32_t> tokens,
     } else if (last_chunk) {
       logit_rows_.push_back(static_cast<int32_t>(n - 1));
     }
-    const SequenceView seq{block_table_, static_cast<int32_t>(n_past())};
+    const SequenceView seq{seq_.block_table, static_cast<int32_t>(n_past()), seq_.stream_table};
     ForwardBatch batch;
     batch.tokens = chunk;
     batch.positions = positions_;
@@ -83,6 +95,7 @@ std::span<const float> SequenceRunner::feed(std::span<const int32_t> tokens,
     batch.seqs = std::span<const SequenceView>(&seq, 1);
     batch.logit_rows = logit_rows_;
     const auto logits = model_.forward(batch, cache_, pool_);
+    kv_.commit(seq_, history_);  // sparse: releases stream blocks that left the window
     if (all_out) all_out->insert(all_out->end(), logits.begin(), logits.end());
     if (last_chunk) {
       std::memcpy(last_logits_.data(), logits.data() + logits.size() - static_cast<size_t>(n_vocab),
@@ -103,8 +116,10 @@ std::vector<int32_t> generate(SequenceRunner& runner, std::span<const int32_t> p
   std::span<const float> logits = runner.feed(prompt);
   std::vector<float> row(logits.begin(), logits.end());
   for (int64_t i = 0; i < options.max_new_tokens; ++i) {
+    TraceSpan span(options.tracer, "sample", kTraceForward);
     std::copy(logits.begin(), logits.end(), row.begin());
     const int32_t tok = sampler.sample(row, runner.history());
+    span.end();
     if (!options.ignore_eos && is_eog(tok)) break;
     out.push_back(tok);
     if (!on_token(tok)) break;

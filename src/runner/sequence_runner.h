@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "kv/block_pool.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_manager.h"
 #include "model/model.h"
 #include "sample/sampler.h"
 
@@ -23,6 +23,8 @@ struct SequenceRunnerOptions {
   int64_t block_size = 16;
   int64_t max_batch_tokens = 512;  // prefill chunk
   DType kv_type = DType::F32;
+  HeadModes head_modes;  // sparse attention; dense by default
+  HeadMapOptions head_map;  // resolved against the model when head_modes is dense
 };
 
 class SequenceRunner {
@@ -48,8 +50,8 @@ class SequenceRunner {
   SequenceRunnerOptions options_;
   int64_t context_length_;
   KvCache cache_;
-  BlockPool blocks_;
-  std::vector<int32_t> block_table_;
+  KvManager kv_;
+  SequenceKv seq_;
   std::vector<int32_t> history_;
   // Reused batch buffers.
   std::vector<int32_t> positions_, seq_index_, logit_rows_;
@@ -59,6 +61,7 @@ class SequenceRunner {
 struct GenerateOptions {
   int64_t max_new_tokens = 128;
   bool ignore_eos = false;
+  Tracer* tracer = nullptr;  // not owned: records a "sample" span per token when set
 };
 
 // Prefills `prompt`, then samples up to max_new_tokens tokens, calling on_token for

@@ -27,7 +27,7 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const std::vector<int32_t> lens = {1, 5, 37, 70};  // context per sequence
   const int64_t n_blocks = 64;
-  KvCache cache({1, c.n_kv_heads, c.head_dim, c.block_size, n_blocks, c.dtype});
+  KvCache cache({1, c.n_kv_heads, c.head_dim, c.block_size, n_blocks, c.dtype, {}, 0});
 
   // Scatter blocks: hand them out in a shuffled order.
   std::vector<int32_t> ids(n_blocks);
@@ -45,7 +45,7 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
       seq_index.push_back(static_cast<int32_t>(s));
     }
   }
-  for (size_t s = 0; s < lens.size(); ++s) views.push_back({tables[s], lens[s]});
+  for (size_t s = 0; s < lens.size(); ++s) views.push_back({tables[s], lens[s], {}});
   ForwardBatch batch{tokens, positions, seq_index, views, {}};
   const int64_t T = batch.n_tokens();
   const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
@@ -101,9 +101,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PagedAttentionTest,
                                            Case{8, 1, 64, 8, DType::F32}, Case{6, 3, 16, 4, DType::F16}));
 
 TEST(PagedAttention, WriteOutsideBlockTableThrows) {
-  KvCache cache({1, 1, 4, 4, 2, DType::F32});
+  KvCache cache({1, 1, 4, 4, 2, DType::F32, {}, 0});
   const std::vector<int32_t> table = {0};
-  const std::vector<SequenceView> views = {{table, 8}};
+  const std::vector<SequenceView> views = {{table, 8, {}}};
   const std::vector<int32_t> tokens = {0}, positions = {5}, seq = {0};
   ForwardBatch batch{tokens, positions, seq, views, {}};
   std::vector<float> kv(4, 0.0f);

@@ -39,7 +39,7 @@ void run_batched(Model& model, ThreadPool& pool, std::vector<Seq>& seqs, int ste
         seq_index.push_back(static_cast<int32_t>(s));
       }
       logit_rows.push_back(static_cast<int32_t>(tokens.size() - 1));
-      views.push_back({q.table, static_cast<int32_t>(q.tokens.size())});
+      views.push_back({q.table, static_cast<int32_t>(q.tokens.size()), {}});
     }
     ForwardBatch b{tokens, positions, seq_index, views, logit_rows};
     const auto logits = model.forward(b, cache, pool);

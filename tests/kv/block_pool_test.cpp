@@ -40,11 +40,11 @@ TEST(BlockPool, MisuseThrows) {
 }
 
 TEST(KvCache, SizesAndRejectsBadConfig) {
-  KvCache c({2, 4, 8, 16, 10, DType::F16});
+  KvCache c({2, 4, 8, 16, 10, DType::F16, {}, 0});
   EXPECT_EQ(c.bytes_per_token(), 2u * 2 * 4 * 8 * 2);
   EXPECT_EQ(c.total_bytes(), 2u * 2 * 10 * 4 * 16 * 8 * 2);
-  EXPECT_THROW(KvCache({2, 4, 8, 16, 10, DType::Q8_0}), Error);
-  EXPECT_THROW(KvCache({0, 4, 8, 16, 10, DType::F32}), Error);
+  EXPECT_THROW(KvCache({2, 4, 8, 16, 10, DType::Q8_0, {}, 0}), Error);
+  EXPECT_THROW(KvCache({0, 4, 8, 16, 10, DType::F32, {}, 0}), Error);
 }
 
 }  // namespace

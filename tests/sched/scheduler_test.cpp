@@ -10,7 +10,7 @@ namespace {
 
 class SchedulerTest : public ::testing::Test {
  protected:
-  void SetUp() override { kv_ = std::make_unique<KvManager>(KvManagerConfig{64, 4, false, 0}); }
+  void SetUp() override { kv_ = std::make_unique<KvManager>(KvManagerConfig{64, 4, false, 0, 0, 0, 0}); }
 
   Scheduler make(int32_t max_seqs, int64_t budget, int64_t chunk, SchedulePolicy p = SchedulePolicy::kFcfs) {
     return Scheduler({max_seqs, budget, chunk, p}, *kv_);
@@ -97,7 +97,7 @@ TEST_F(SchedulerTest, PriorityPolicyOrdersWaitingRequests) {
 }
 
 TEST_F(SchedulerTest, PreemptsLowestPriorityThenLatestArrivalWhenKvRunsOut) {
-  kv_ = std::make_unique<KvManager>(KvManagerConfig{4, 4, false, 0});  // 16 tokens
+  kv_ = std::make_unique<KvManager>(KvManagerConfig{4, 4, false, 0, 0, 0, 0});  // 16 tokens
   auto s = make(8, 100, 0, SchedulePolicy::kPriority);
   add(s, 1, 4, 0);
   add(s, 2, 4, 0);
@@ -120,7 +120,7 @@ TEST_F(SchedulerTest, PreemptsLowestPriorityThenLatestArrivalWhenKvRunsOut) {
 }
 
 TEST_F(SchedulerTest, SelfPreemptionWhenAloneInTheWayOfHigherPriority) {
-  kv_ = std::make_unique<KvManager>(KvManagerConfig{2, 4, false, 0});
+  kv_ = std::make_unique<KvManager>(KvManagerConfig{2, 4, false, 0, 0, 0, 0});
   auto s = make(8, 100, 0, SchedulePolicy::kPriority);
   add(s, 1, 4, 0);
   add(s, 2, 4, 9);

@@ -1,0 +1,72 @@
+// Per-head attention modes for long-context sparse attention. Every KV head of every
+// layer is either `full` (attends to the whole context; its K/V live in the paged pool
+// and grow with the sequence) or `streaming` (attends only to the first `sink` tokens
+// and the last `window` tokens; its K/V live in a bounded per-sequence region of sink
+// blocks plus a ring of window blocks). Query heads that share a KV head (GQA) share its
+// mode. An empty `streaming` vector means dense attention: every head full.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+struct HeadModes {
+  int64_t n_layers = 0;
+  int64_t n_kv_heads = 0;
+  int32_t sink = 4;     // tokens at the start every streaming head keeps
+  int32_t window = 64;  // most recent tokens a streaming head keeps (including itself)
+  std::vector<uint8_t> streaming;  // [layer * n_kv_heads + head]; empty = dense
+
+  bool dense() const { return streaming.empty(); }
+  bool is_streaming(int64_t layer, int64_t head) const {
+    return !streaming.empty() && streaming[static_cast<size_t>(layer * n_kv_heads + head)] != 0;
+  }
+  int64_t n_streaming() const;
+  int64_t n_full() const { return n_layers * n_kv_heads - n_streaming(); }
+  // Heads of `layer` in each mode.
+  int64_t n_streaming_in_layer(int64_t layer) const;
+  // "L0: F S S F | L1: ..." for logs.
+  std::string describe() const;
+};
+
+// Where a streaming head's keys are, for a query at position `pos`: [0, sink_end) and
+// [window_begin, pos]. The two ranges touch or overlap when the window reaches back to
+// the sinks, and then the head attends exactly like a full one.
+struct StreamingRange {
+  int64_t sink_end = 0;
+  int64_t window_begin = 0;
+};
+inline StreamingRange streaming_range(int64_t pos, int32_t sink, int32_t window) {
+  StreamingRange r;
+  r.sink_end = sink < pos + 1 ? sink : pos + 1;
+  const int64_t begin = pos + 1 - window;
+  r.window_begin = begin > r.sink_end ? begin : r.sink_end;
+  return r;
+}
+
+// Inputs of --sparse-heads / --retrieval-ratio / --sink / --window.
+struct HeadMapOptions {
+  std::string map_path;          // JSON head map; empty = none
+  double retrieval_ratio = -1;   // fraction of heads kept full; < 0 = unset
+  int32_t sink = -1;             // < 0 = from the map, else 4
+  int32_t window = -1;           // < 0 = from the map, else 64
+  bool enabled() const { return !map_path.empty() || retrieval_ratio >= 0; }
+};
+
+// Resolves the options for a model with the given shape. Map format:
+//   {"sink": 4, "window": 64, "modes": [["full", "streaming"], ...], "scores": [[0.9, 0.1], ...]}
+// one inner list per layer, one entry per KV head. `modes` wins when present; otherwise
+// the top `retrieval_ratio` fraction of heads by score stay full (ties: lower index).
+// Without a map, --retrieval-ratio keeps the first round(R * n_kv_heads) heads of every
+// layer full (a structural split for benchmarking models whose heads were not scored).
+// Returns dense modes when nothing is enabled. Throws strata::Error naming the bad field.
+HeadModes resolve_head_modes(const HeadMapOptions& options, int64_t n_layers, int64_t n_kv_heads);
+HeadModes parse_head_map(const std::string& json_text, const HeadMapOptions& options,
+                         int64_t n_layers, int64_t n_kv_heads);
+
+// Writes a head map (scores, and modes when `modes` is non-dense) as JSON text.
+std::string head_map_json(const HeadModes& modes, const std::vector<std::vector<double>>& scores);
+
+}  // namespace strata
