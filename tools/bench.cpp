@@ -2,6 +2,7 @@
 // prompt-processing / generation speed of a model on it.
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fp16.h"
 #include "kernels/cpu/roofline.h"
 #include "kv/kv_manager.h"
 #include "model/model.h"
@@ -26,6 +28,7 @@ struct BenchModelFlags {
   std::vector<int64_t> batch = {1};
   int repetitions = 3;
   std::string output = "md";
+  std::string fill = "model";  // how the -d context is filled: model (computed) or synthetic
 };
 
 double now_s() {
@@ -49,6 +52,47 @@ class BenchRunner {
                                                       false, 0, static_cast<int32_t>(cache_->config().n_stream_blocks),
                                                       modes.sink, modes.window});
     capacity_ = per_seq * bs;
+  }
+
+  // Fills `n` positions of every sequence with random K/V written straight into the
+  // cache, without running the model: decode and prefill speed on top of a context do
+  // not depend on what the context holds, and a 32K-token context costs seconds this
+  // way instead of a long prefill.
+  void fill_synthetic(int64_t n, std::mt19937& rng) {
+    const auto& kc = cache_->config();
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> tile(static_cast<size_t>(kc.block_size * kc.head_dim));
+    std::vector<uint16_t> half(tile.size());
+    for (auto& s : seqs_) {
+      // A chunk at a time, so sparse attention's stream pool only ever holds the window.
+      for (int64_t left = n; left > 0;) {
+        const int64_t take = std::min(left, chunk_);
+        const size_t first_new = s.kv.block_table.size(), first_new_stream = s.kv.stream_table.size();
+        s.len += take;
+        left -= take;
+        if (s.len > capacity_ || !kv_->allocate(s.kv, s.len)) throw Error("bench: context exceeds the KV cache");
+        for (int64_t l = 0; l < kc.n_layers; ++l) {
+          for (int64_t h = 0; h < kc.n_kv_heads; ++h) {
+            const bool streaming = cache_->streaming(l, h);
+            const auto& table = streaming ? s.kv.stream_table : s.kv.block_table;
+            for (size_t i = streaming ? first_new_stream : first_new; i < table.size(); ++i) {
+              const int32_t block = table[i];
+              if (block < 0) continue;
+              for (uint8_t* dst : {cache_->k_tile(l, block, h), cache_->v_tile(l, block, h)}) {
+                for (auto& x : tile) x = normal(rng);
+                if (kc.dtype == DType::F32) {
+                  std::memcpy(dst, tile.data(), tile.size() * sizeof(float));
+                } else {
+                  for (size_t j = 0; j < tile.size(); ++j) half[j] = fp32_to_fp16(tile[j]);
+                  std::memcpy(dst, half.data(), half.size() * sizeof(uint16_t));
+                }
+              }
+            }
+          }
+        }
+        kv_->release_out_of_window(s.kv, s.len);
+      }
+    }
   }
 
   // K/V bytes the sequences hold now (both pools).
@@ -131,6 +175,8 @@ void bench_model(const BenchModelFlags& f) {
       std::fflush(stdout);
     }
   };
+  if (f.fill != "model" && f.fill != "synthetic") throw Error("--fill: expected model or synthetic");
+  const bool synthetic = f.fill == "synthetic";
   std::mt19937 rng(1234);
   for (int64_t depth : f.depth) {
     for (int64_t batch : f.batch) {
@@ -140,7 +186,7 @@ void bench_model(const BenchModelFlags& f) {
         uint64_t kv_bytes = 0;
         for (int r = 0; r < f.repetitions; ++r) {
           BenchRunner runner(*model, pool, batch, depth + np, f.engine.batch, f.engine.kv_dtype(), modes);
-          runner.append(depth, rng);
+          synthetic ? runner.fill_synthetic(depth, rng) : runner.append(depth, rng);
           const double t0 = now_s();
           runner.append(np, rng);
           tps.push_back(static_cast<double>(np * batch) / (now_s() - t0));
@@ -154,7 +200,8 @@ void bench_model(const BenchModelFlags& f) {
         uint64_t kv_bytes = 0;
         for (int r = 0; r < f.repetitions; ++r) {
           BenchRunner runner(*model, pool, batch, depth + ng + 1, f.engine.batch, f.engine.kv_dtype(), modes);
-          runner.append(depth + 1, rng);
+          synthetic ? runner.fill_synthetic(depth, rng) : runner.append(depth, rng);
+          runner.append(1, rng);
           const double t0 = now_s();
           for (int64_t i = 0; i < ng; ++i) runner.append(1, rng);
           tps.push_back(static_cast<double>(ng * batch) / (now_s() - t0));
@@ -222,6 +269,9 @@ void register_bench(CLI::App& app) {
   model->add_option("-b,--batch", mf->batch, "parallel sequences (decode batch)")->delimiter(',');
   model->add_option("-r,--repetitions", mf->repetitions, "repetitions")->capture_default_str();
   model->add_option("-o,--output", mf->output, "md or json")->capture_default_str();
+  model->add_option("--fill", mf->fill,
+                    "how the -d context is filled: model (a real prefill) or synthetic (random K/V, no compute)")
+      ->capture_default_str();
   model->callback([mf] { bench_model(*mf); });
 
   register_bench_offline(*cmd);

@@ -1,5 +1,6 @@
 // strata eval needle -m MODEL.gguf [--ctx 1000,8000,32000] [--depths 0.05,0.5,0.95]
-//                    [--trials N] [--seed S] [-o md|json] [engine flags]
+//                    [--trials N] [--seed S] [-o md|json] [engine flags, including
+//                    --sparse-heads MAP.json --retrieval-ratio R --sink S --window W]
 // Needle-in-a-haystack accuracy of a model with a known answer (make-model --preset
 // induction): "K V" at each depth inside filler, the prompt ends with K, a trial is
 // correct when the greedy next token is V. Prints a ctx x depth table and the overall
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "eval/needle.h"
+#include "kv/head_modes.h"
 #include "model/model.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -33,6 +35,7 @@ SequenceRunnerOptions runner_options(const EngineFlags& e) {
   ro.context_length = e.ctx;  // raised to each --ctx value by needle_accuracy
   ro.max_batch_tokens = e.batch;
   ro.kv_type = e.kv_dtype();
+  ro.head_map = e.sparse;  // --sparse-heads / --retrieval-ratio / --sink / --window
   return ro;
 }
 
@@ -59,7 +62,15 @@ void eval_needle(const NeedleFlags& f) {
       throw Error("--depths: " + std::to_string(d) + " is outside [0, 1]");
   }
   ThreadPool pool(f.engine.thread_count());
-  const SequenceRunnerOptions ro = runner_options(f.engine);
+  SequenceRunnerOptions ro = runner_options(f.engine);
+  // Resolve the head map once, so a bad map fails before the first trial and the
+  // report can say which heads streamed.
+  if (ro.head_modes.dense() && ro.head_map.enabled()) {
+    ro.head_modes =
+        resolve_head_modes(ro.head_map, model->config().n_layers, model->config().n_kv_heads);
+  }
+  const std::string attention =
+      ro.head_modes.dense() ? std::string("dense") : "sparse (" + ro.head_modes.describe() + ")";
 
   std::vector<NeedleResult> cells;
   int64_t total = 0, correct = 0;
@@ -87,6 +98,7 @@ void eval_needle(const NeedleFlags& f) {
     j["seed"] = f.seed;
     j["chance"] = task.chance();
     j["retrieval_heads"] = task.retrieval_heads;
+    j["attention"] = attention;
     j["cells"] = nlohmann::json::array();
     for (const auto& r : cells) {
       j["cells"].push_back({{"ctx", r.ctx},
@@ -102,8 +114,8 @@ void eval_needle(const NeedleFlags& f) {
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }
-  std::printf("needle retrieval: %s, %lld trials per cell, seed %llu, chance %s\n\n",
-              f.engine.model_path.c_str(), static_cast<long long>(f.trials),
+  std::printf("needle retrieval: %s, %s attention, %lld trials per cell, seed %llu, chance %s\n\n",
+              f.engine.model_path.c_str(), attention.c_str(), static_cast<long long>(f.trials),
               static_cast<unsigned long long>(f.seed), percent(task.chance()).c_str());
   std::printf("| ctx \\ depth |");
   for (double d : f.depths) std::printf(" %.2f |", d);

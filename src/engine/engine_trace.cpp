@@ -5,12 +5,13 @@
 
 namespace strata {
 
-void trace_schedule(Tracer& tracer, const SchedulerOutput& out, TraceSpan& step, TraceSpan& schedule,
-                    int64_t prefix_hit_tokens, int64_t evicted_blocks) {
+void trace_schedule(Tracer& tracer, const SchedulerOutput& out, TraceSpan& step,
+                    TraceSpan& schedule, int64_t prefix_hit_tokens, int64_t evicted_blocks) {
   for (const RequestId id : out.preempted) {
     tracer.instant("preempt", kTraceScheduler, "request", static_cast<int64_t>(id));
   }
-  if (prefix_hit_tokens > 0) tracer.instant("prefix_hit", kTraceScheduler, "n_cached_tokens", prefix_hit_tokens);
+  if (prefix_hit_tokens > 0)
+    tracer.instant("prefix_hit", kTraceScheduler, "n_cached_tokens", prefix_hit_tokens);
   if (evicted_blocks > 0) tracer.instant("kv_evict", kTraceScheduler, "n_blocks", evicted_blocks);
   if (out.empty()) {
     schedule.cancel();

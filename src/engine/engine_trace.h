@@ -13,7 +13,7 @@ namespace strata {
 // `step` and `schedule` are the open spans of this step; both are cancelled when the
 // scheduler found nothing to run. `prefix_hit_tokens` and `evicted_blocks` are the
 // KvManager counters' growth during schedule().
-void trace_schedule(Tracer& tracer, const SchedulerOutput& out, TraceSpan& step, TraceSpan& schedule,
-                    int64_t prefix_hit_tokens, int64_t evicted_blocks);
+void trace_schedule(Tracer& tracer, const SchedulerOutput& out, TraceSpan& step,
+                    TraceSpan& schedule, int64_t prefix_hit_tokens, int64_t evicted_blocks);
 
 }  // namespace strata

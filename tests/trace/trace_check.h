@@ -71,7 +71,8 @@ inline ParsedTrace parse_trace_text(const std::string& text) {
     for (const char* key : {"name", "ph", "ts", "pid", "tid"}) {
       EXPECT_TRUE(e.contains(key)) << "event without " << key << ": " << e.dump();
     }
-    if (!e.contains("ph") || !e.contains("ts") || !e.contains("tid") || !e.contains("name")) continue;
+    if (!e.contains("ph") || !e.contains("ts") || !e.contains("tid") || !e.contains("name"))
+      continue;
     EXPECT_TRUE(e["name"].is_string());
     EXPECT_TRUE(e["ts"].is_number());
     EXPECT_TRUE(e["pid"].is_number_integer());
@@ -92,7 +93,8 @@ inline ParsedTrace parse_trace_text(const std::string& text) {
       EXPECT_EQ(e.value("s", ""), "t");
       t.instants.push_back(e);
     } else if (ph == "M") {
-      if (e["name"] == "thread_name") t.threads[e["tid"].get<int64_t>()] = e["args"]["name"].get<std::string>();
+      if (e["name"] == "thread_name")
+        t.threads[e["tid"].get<int64_t>()] = e["args"]["name"].get<std::string>();
     } else {
       ADD_FAILURE() << "unexpected phase " << ph;
     }

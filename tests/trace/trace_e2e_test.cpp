@@ -31,14 +31,15 @@ void expect_forward_structure(const testing::ParsedTrace& t, int64_t n_layers) {
     EXPECT_EQ(fs.tid, kTraceForward);
     EXPECT_GE(fs.args.value("n_tokens", 0), 1);
     EXPECT_EQ(t.count_children(f, "layer"), n_layers);
-    for (const char* op : {"embedding", "final_norm", "lm_head"}) EXPECT_EQ(t.count_children(f, op), 1) << op;
+    for (const char* op : {"embedding", "final_norm", "lm_head"})
+      EXPECT_EQ(t.count_children(f, op), 1) << op;
     int64_t next_layer = 0;
     for (int c : t.children(f)) {
       const auto& cs = t.spans[static_cast<size_t>(c)];
       if (cs.name != "layer") continue;
       EXPECT_EQ(cs.args.value("layer", -1), next_layer++);
-      for (const char* op : {"attn_norm", "qkv_matmul", "rope", "attention", "out_matmul", "ffn_norm",
-                             "gate_up_matmul", "swiglu", "down_matmul"}) {
+      for (const char* op : {"attn_norm", "qkv_matmul", "rope", "attention", "out_matmul",
+                             "ffn_norm", "gate_up_matmul", "swiglu", "down_matmul"}) {
         EXPECT_EQ(t.count_children(c, op), 1) << op << " in layer " << cs.args.dump();
       }
       EXPECT_EQ(t.children(c).size(), 9u);
@@ -72,9 +73,9 @@ TEST(TraceModel, ForwardPassHasNestedPerLayerSpans) {
 TEST(TraceCli, RunWritesAValidTrace) {
   const std::string path = testing::scratch_dir() + "/run_trace.json";
   std::filesystem::remove(path);
-  const auto r = testing::run_command(testing::strata_bin() + " run -m " + testing::aidreams_gguf() +
-                                      " -p 'Once upon a time' -n 8 --temp 0 --ignore-eos -t 1 --trace " + path +
-                                      " 2>/dev/null");
+  const auto r = testing::run_command(
+      testing::strata_bin() + " run -m " + testing::aidreams_gguf() +
+      " -p 'Once upon a time' -n 8 --temp 0 --ignore-eos -t 1 --trace " + path + " 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto t = testing::parse_trace_file(path);
   EXPECT_EQ(t.threads.at(kTraceForward), "forward");
@@ -87,8 +88,9 @@ TEST(TraceCli, RunWritesAValidTrace) {
 }
 
 TEST(TraceCli, UnwritableTracePathFailsBeforeRunning) {
-  const auto r = testing::run_command(testing::strata_bin() + " run -m " + testing::aidreams_gguf() +
-                                      " -p hi -n 2 --trace /nonexistent-dir/t.json 2>&1");
+  const auto r =
+      testing::run_command(testing::strata_bin() + " run -m " + testing::aidreams_gguf() +
+                           " -p hi -n 2 --trace /nonexistent-dir/t.json 2>&1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("--trace"), std::string::npos) << r.out;
 }
@@ -125,7 +127,8 @@ TEST(TraceEngine, StepsPreemptionsPrefixHitsAndEvictions) {
     const auto& st = t.spans[static_cast<size_t>(s)];
     EXPECT_EQ(st.tid, kTraceScheduler);
     EXPECT_EQ(st.parent, -1);
-    const int64_t nd = st.args["n_decode_tokens"], np = st.args["n_prefill_tokens"], nr = st.args["n_requests"];
+    const int64_t nd = st.args["n_decode_tokens"], np = st.args["n_prefill_tokens"],
+                  nr = st.args["n_requests"];
     EXPECT_GE(nr, 1);
     EXPECT_LE(nr, nd + np);
     EXPECT_LE(np + nd, c.scheduler.max_batch_tokens);
@@ -141,7 +144,8 @@ TEST(TraceEngine, StepsPreemptionsPrefixHitsAndEvictions) {
   }
   EXPECT_EQ(decode + prefill, [&] {
     int64_t n = 0;
-    for (int f : t.named("forward")) n += t.spans[static_cast<size_t>(f)].args["n_tokens"].get<int64_t>();
+    for (int f : t.named("forward"))
+      n += t.spans[static_cast<size_t>(f)].args["n_tokens"].get<int64_t>();
     return n;
   }());
   // Every forward pass runs inside a step (on the other track).
@@ -157,8 +161,10 @@ TEST(TraceEngine, StepsPreemptionsPrefixHitsAndEvictions) {
   // The instants add up to the engine's counters.
   EXPECT_EQ(static_cast<int64_t>(t.instants_named("preempt").size()), m.preemptions);
   int64_t hit_tokens = 0, evicted = 0;
-  for (const auto& e : t.instants_named("prefix_hit")) hit_tokens += e["args"]["n_cached_tokens"].get<int64_t>();
-  for (const auto& e : t.instants_named("kv_evict")) evicted += e["args"]["n_blocks"].get<int64_t>();
+  for (const auto& e : t.instants_named("prefix_hit"))
+    hit_tokens += e["args"]["n_cached_tokens"].get<int64_t>();
+  for (const auto& e : t.instants_named("kv_evict"))
+    evicted += e["args"]["n_blocks"].get<int64_t>();
   EXPECT_EQ(hit_tokens, m.prefix_hits_tokens);
   EXPECT_EQ(evicted, m.kv_evictions);
   for (const auto& e : t.instants) EXPECT_EQ(e["tid"], kTraceScheduler);

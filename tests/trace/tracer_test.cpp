@@ -1,5 +1,7 @@
 // The Tracer on its own: nested spans, instants, arguments, dropped events and the
 // trace-event JSON it writes.
+#include "trace/tracer.h"
+
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -7,7 +9,6 @@
 
 #include "core/error.h"
 #include "trace/trace_check.h"
-#include "trace/tracer.h"
 
 namespace strata {
 namespace {
@@ -77,7 +78,8 @@ TEST(Tracer, NestedSpansAndInstantsMakeValidTraceEvents) {
   // next() ends one phase before the next begins.
   const auto norms = t.named("attn_norm"), matmuls = t.named("qkv_matmul");
   for (size_t i = 0; i < norms.size(); ++i) {
-    EXPECT_LE(t.spans[static_cast<size_t>(norms[i])].end(), t.spans[static_cast<size_t>(matmuls[i])].ts + 1e-6);
+    EXPECT_LE(t.spans[static_cast<size_t>(norms[i])].end(),
+              t.spans[static_cast<size_t>(matmuls[i])].ts + 1e-6);
   }
   const auto preempts = t.instants_named("preempt");
   ASSERT_EQ(preempts.size(), 1u);
