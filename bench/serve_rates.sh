@@ -20,10 +20,16 @@ for _ in $(seq 1 300); do
   curl -sf "http://127.0.0.1:$port/health" > /dev/null && break
   sleep 1
 done
+# Warm-up (page in the weights, size the workspaces), not measured.
+"$bin" bench serve --base-url "http://127.0.0.1:$port" --model-path "$model" --dataset random \
+    --input-len "$input" --output-len 8 --num-prompts 2 --ignore-eos --seed 999 > /dev/null
+seed=1
 for rate in $rates; do
+  # A different seed per rate: the same prompts would hit the prefix cache.
+  seed=$((seed + 1))
   "$bin" bench serve --base-url "http://127.0.0.1:$port" --model-path "$model" --dataset random \
       --input-len "$input" --output-len "$output" --num-prompts "$prompts" --request-rate "$rate" \
-      --ignore-eos --seed 1 --result-json "$out/rate_$rate.json" --plot "$out/rate_$rate.svg" \
+      --ignore-eos --seed "$seed" --result-json "$out/rate_$rate.json" --plot "$out/rate_$rate.svg" \
       > "$out/rate_$rate.txt"
 done
 python3 - "$out" $rates <<'PY'

@@ -115,7 +115,20 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
   const int64_t n_rep = shape.n_heads / shape.n_kv_heads;
   const int64_t q_row = shape.n_heads * hd;
   const ScratchLayout lay = layout(shape, bs);
-  const int64_t n_items = batch.n_tokens() * shape.n_kv_heads;
+  // Work items are (token, KV head, slice of its query heads). With few tokens (decode)
+  // there are fewer (token, KV head) pairs than threads can share evenly — and with
+  // sparse attention one full head costs as much as all streaming ones together — so
+  // the query heads of a group are split across threads. Each query head is computed
+  // exactly as without the split (same blocks, same order), so results do not change.
+  // Splitting makes every thread read the group's K/V, so it is done only when needed:
+  // fewer pairs than threads, or a sparse layer decoding a few tokens.
+  const int64_t n_tokens = batch.n_tokens();
+  const int64_t n_pairs = n_tokens * shape.n_kv_heads;
+  const bool sparse_layer = cfg.modes.n_streaming_in_layer(layer) > 0;
+  const int64_t n_split = (n_pairs < pool.size() || (sparse_layer && n_tokens < 4 * pool.size()))
+                              ? std::min<int64_t>(n_rep, pool.size())
+                              : 1;
+  const int64_t n_items = n_pairs * n_split;
   const attention::TileKernels& tk = attention::tile_kernels();
 
   pool.run([&](int tid, int nt) {
@@ -127,6 +140,7 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
     float* mx = buf + lay.max;
     float* sum = buf + lay.sum;
     // Folds keys [j0, j1) of block `bi` (all in one tile) into the running softmax.
+    int64_t r0 = 0, r1 = n_rep;  // query heads of the current item's slice
     auto fold = [&](const float* qg, std::span<const int32_t> table, int64_t g, int64_t bi, int64_t j0,
                     int64_t j1) {
       const int32_t block = table[static_cast<size_t>(bi)];
@@ -134,7 +148,7 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
       const size_t skip = static_cast<size_t>((j0 - bi * bs) * hd) * cache.element_size();
       const float* kt = tile_as_f32(cache.k_tile(layer, block, g) + skip, cfg.dtype, n * hd, ktmp);
       const float* vt = tile_as_f32(cache.v_tile(layer, block, g) + skip, cfg.dtype, n * hd, vtmp);
-      for (int64_t r = 0; r < n_rep; ++r) {
+      for (int64_t r = r0; r < r1; ++r) {
         float* sc = scores + r * bs;
         const float block_max = tk.scores(qg + r * hd, kt, n, hd, shape.scale, sc);
         // Online softmax: rescale what was accumulated under the old running max.
@@ -149,9 +163,16 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
         mx[r] = new_max;
       }
     };
-    for (int64_t item = n_items * tid / nt; item < n_items * (tid + 1) / nt; ++item) {
-      const int64_t t = item / shape.n_kv_heads;
-      const int64_t g = item % shape.n_kv_heads;
+    // Items are ordered KV head first, then token, then slice, and dealt round-robin:
+    // causal prefill makes later tokens dearer and sparse attention makes full heads
+    // dearer, so contiguous ranges would be uneven; consecutive items of a thread share
+    // a KV head, so its tiles stay in cache.
+    for (int64_t item = tid; item < n_items; item += nt) {
+      const int64_t pair = item / n_split, slice = item % n_split;
+      const int64_t t = pair % n_tokens;
+      const int64_t g = pair / n_tokens;
+      r0 = n_rep * slice / n_split;
+      r1 = n_rep * (slice + 1) / n_split;
       const auto& seq = batch.seqs[static_cast<size_t>(batch.seq_index[static_cast<size_t>(t)])];
       const int64_t pos = batch.positions[static_cast<size_t>(t)];
       const int64_t n_ctx = pos + 1;  // causal
@@ -186,7 +207,7 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
           }
         }
       }
-      for (int64_t r = 0; r < n_rep; ++r) {
+      for (int64_t r = r0; r < r1; ++r) {
         float* o = out + t * q_row + (g * n_rep + r) * hd;
         const float inv = 1.0f / sum[r];
         for (int64_t d = 0; d < hd; ++d) o[d] = acc[r * hd + d] * inv;
