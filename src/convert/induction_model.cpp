@@ -66,6 +66,7 @@
 #include <string>
 #include <vector>
 
+#include "core/splitmix.h"
 #include "core/error.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/quant/traits.h"
@@ -107,19 +108,7 @@ double rms_scale(double norm2) {
 const double kNorm0 = rms_scale(kDim);
 const double kNorm1 = rms_scale(2.0 * kDim);
 
-class Rng {  // SplitMix64
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-
- private:
-  uint64_t state_;
-};
+using Rng = SplitMix64;
 
 // --- Vocabulary: a complete SPM vocabulary so tokenize/run work on it ---------------
 // 0 <unk>, 1 <s>, 2 </s>, 3..258 byte tokens, then "▁", a-z, 0-9, "▁a".."▁z",

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <vector>
 
+#include "core/splitmix.h"
 #include "convert/induction_model.h"
 #include "convert/quantize.h"
 #include "core/error.h"
@@ -22,22 +23,7 @@ const std::vector<ModelPreset>& presets() {
   return p;
 }
 
-// SplitMix64: a fast, well-mixed generator so a 1B-parameter model fills in seconds.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [-1, 1).
-  float symmetric() { return static_cast<float>(static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0); }
-
- private:
-  uint64_t state_;
-};
+using Rng = SplitMix64;
 
 uint64_t tensor_seed(uint64_t seed, const std::string& name) {
   uint64_t h = 1469598103934665603ull ^ seed;

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "core/splitmix.h"
 #include "core/error.h"
 
 namespace strata {
@@ -25,21 +26,7 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h ^ (h >> 31);
 }
 
-class Rng {  // SplitMix64: the same sequence on every platform (unlike <random> distributions)
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  // Uniform index in [0, n) (n small, so the modulo bias is below 2^-50).
-  size_t index(size_t n) { return static_cast<size_t>(next() % n); }
-
- private:
-  uint64_t state_;
-};
+using Rng = SplitMix64;
 
 std::vector<int32_t> token_list(const gguf::GgufFile& f, const char* key, int64_t n_vocab) {
   if (!f.has(key)) {
