@@ -226,6 +226,7 @@ void bench_roofline(int threads_flag, double gib, const std::string& model_path)
   std::printf("copy bandwidth:   %.2f GB/s\n", r.copy_gbps);
   std::printf("triad bandwidth:  %.2f GB/s\n", r.triad_gbps);
   std::printf("f32 FMA peak:     %.1f GFLOP/s\n", r.fma_gflops);
+  if (r.int8_gops > 0) std::printf("int8 dot peak:    %.1f GOP/s (u8 x s8 multiply-adds, 2 ops each)\n", r.int8_gops);
   if (!model_path.empty()) {
     auto model = Model::load(model_path);
     const double bytes = static_cast<double>(model->weight_bytes_per_token());
@@ -238,6 +239,10 @@ void bench_roofline(int threads_flag, double gib, const std::string& model_path)
                 r.read_gbps * 1e9 / bytes);
     std::printf("prefill upper bound: %.2f tok/s (FMA peak / 2 x %.0fM matmul params)\n",
                 r.fma_gflops * 1e9 / (2 * params), params / 1e6);
+    if (r.int8_gops > 0) {
+      std::printf("prefill upper bound: %.2f tok/s with int8 dot products (the quantized matmuls' arithmetic)\n",
+                  r.int8_gops * 1e9 / (2 * params));
+    }
   }
 }
 

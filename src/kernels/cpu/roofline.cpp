@@ -94,6 +94,15 @@ RooflineResult measure_roofline(ThreadPool& pool, const RooflineOptions& opt) {
     for (double f : flops) total += f;
     r.fma_gflops = std::max(r.fma_gflops, total / s / 1e9);
   }
+  for (int rep = 0; r.avx2 && rep < opt.repetitions; ++rep) {
+    std::vector<double> ops(static_cast<size_t>(pool.size()));
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run([&](int tid, int) { ops[static_cast<size_t>(tid)] = detail::int8_dot_loop_avx2(iters); });
+    const double s = seconds(t0);
+    double total = 0;
+    for (double o : ops) total += o;
+    r.int8_gops = std::max(r.int8_gops, total / s / 1e9);
+  }
   volatile float sink = sinks[0];
   (void)sink;
   return r;

@@ -39,4 +39,24 @@ double fma_loop_avx2(long iterations) {
   return static_cast<double>(iterations) * 10 * 8 * 2;
 }
 
+double int8_dot_loop_avx2(long iterations) {
+  // The quantized matmuls' inner step: u8 x s8 pairs summed into i16 (vpmaddubsw), then
+  // pairs of i16 into i32 (vpmaddwd), then accumulated. 8 independent chains.
+  __m256i acc[8];
+  for (int k = 0; k < 8; ++k) acc[k] = _mm256_set1_epi32(k);
+  const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
+  for (long it = 0; it < iterations; ++it) {
+    for (int k = 0; k < 8; ++k) {
+      acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones));
+    }
+  }
+  __m256i s = acc[0];
+  for (int k = 1; k < 8; ++k) s = _mm256_add_epi32(s, acc[k]);
+  alignas(32) int32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
+  volatile int32_t sink = lanes[0];
+  (void)sink;
+  return static_cast<double>(iterations) * 8 * 32 * 2;  // 32 multiply-adds per step
+}
+
 }  // namespace strata::kernels::detail
