@@ -45,8 +45,7 @@ class BenchRunner {
     const int64_t bs = 16;
     const int64_t per_seq = (max_tokens + bs - 1) / bs;
     // Sparse attention: each sequence's sinks and window, plus one chunk's blocks.
-    const int64_t n_stream =
-        modes.n_streaming() == 0 ? 0 : n_seqs * ((modes.sink + modes.window + bs - 1) / bs + 3) + (chunk + bs - 1) / bs + n_seqs;
+    const int64_t n_stream = modes.n_streaming() == 0 ? 0 : n_seqs * modes.stream_blocks_per_sequence(bs, chunk);
     cache_ = std::make_unique<KvCache>(model.kv_config(per_seq * n_seqs, bs, kv_type, modes, n_stream));
     kv_ = std::make_unique<KvManager>(KvManagerConfig{static_cast<int32_t>(per_seq * n_seqs), static_cast<int32_t>(bs),
                                                       false, 0, static_cast<int32_t>(cache_->config().n_stream_blocks),
@@ -63,6 +62,15 @@ class BenchRunner {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<float> tile(static_cast<size_t>(kc.block_size * kc.head_dim));
     std::vector<uint16_t> half(tile.size());
+    auto randomize = [&](uint8_t* dst) {
+      for (auto& x : tile) x = normal(rng);
+      if (kc.dtype == DType::F32) {
+        std::memcpy(dst, tile.data(), tile.size() * sizeof(float));
+      } else {
+        for (size_t j = 0; j < tile.size(); ++j) half[j] = fp32_to_fp16(tile[j]);
+        std::memcpy(dst, half.data(), half.size() * sizeof(uint16_t));
+      }
+    };
     for (auto& s : seqs_) {
       // A chunk at a time, so sparse attention's stream pool only ever holds the window.
       for (int64_t left = n; left > 0;) {
@@ -78,15 +86,8 @@ class BenchRunner {
             for (size_t i = streaming ? first_new_stream : first_new; i < table.size(); ++i) {
               const int32_t block = table[i];
               if (block < 0) continue;
-              for (uint8_t* dst : {cache_->k_tile(l, block, h), cache_->v_tile(l, block, h)}) {
-                for (auto& x : tile) x = normal(rng);
-                if (kc.dtype == DType::F32) {
-                  std::memcpy(dst, tile.data(), tile.size() * sizeof(float));
-                } else {
-                  for (size_t j = 0; j < tile.size(); ++j) half[j] = fp32_to_fp16(tile[j]);
-                  std::memcpy(dst, half.data(), half.size() * sizeof(uint16_t));
-                }
-              }
+              randomize(cache_->k_tile(l, block, h));
+              randomize(cache_->v_tile(l, block, h));
             }
           }
         }

@@ -87,8 +87,9 @@ void write_kv(KvCache& cache, int64_t layer, const ForwardBatch& batch, const fl
   const auto& cfg = cache.config();
   const int64_t row = cfg.n_kv_heads * cfg.head_dim;
   const size_t esz = cache.element_size();
-  const bool any_streaming = cfg.modes.n_streaming_in_layer(layer) > 0;
-  const bool any_full = cfg.modes.n_streaming_in_layer(layer) < cfg.n_kv_heads;
+  const int64_t n_streaming = cfg.modes.n_streaming_in_layer(layer);
+  const bool any_streaming = n_streaming > 0;
+  const bool any_full = n_streaming < cfg.n_kv_heads;
   for (int64_t t = 0; t < batch.n_tokens(); ++t) {
     const auto& seq = batch.seqs[static_cast<size_t>(batch.seq_index[static_cast<size_t>(t)])];
     const int64_t pos = batch.positions[static_cast<size_t>(t)];

@@ -66,8 +66,9 @@
 #include <string>
 #include <vector>
 
-#include "core/splitmix.h"
+#include "convert/spm_vocab.h"
 #include "core/error.h"
+#include "core/splitmix.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/quant/traits.h"
 
@@ -129,29 +130,29 @@ const Vocab& vocab() {
       const auto id = static_cast<int32_t>(v.tokens.size());
       v.tokens.push_back(std::move(piece));
       // SPM merges the highest-scoring pair first; every piece is reachable by merging.
-      v.scores.push_back(type == 1 ? -static_cast<float>(id) : 0.0f);
+      v.scores.push_back(type == kTokenNormal ? -static_cast<float>(id) : 0.0f);
       v.types.push_back(type);
       return id;
     };
-    add("<unk>", 2);
-    add("<s>", 3);
-    add("</s>", 3);
+    add("<unk>", kTokenUnknown);
+    add("<s>", kTokenControl);
+    add("</s>", kTokenControl);
     for (int b = 0; b < 256; ++b) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "<0x%02X>", b);
-      add(buf, 6);
+      add(buf, kTokenByte);
     }
-    add(sp, 1);
-    for (char c = 'a'; c <= 'z'; ++c) add(std::string(1, c), 1);
-    for (char c = '0'; c <= '9'; ++c) add(std::string(1, c), 1);
-    for (char c = 'a'; c <= 'z'; ++c) add(sp + c, 1);
-    for (char c = '0'; c <= '9'; ++c) add(sp + c, 1);
+    add(sp, kTokenNormal);
+    for (char c = 'a'; c <= 'z'; ++c) add(std::string(1, c), kTokenNormal);
+    for (char c = '0'; c <= '9'; ++c) add(std::string(1, c), kTokenNormal);
+    for (char c = 'a'; c <= 'z'; ++c) add(sp + c, kTokenNormal);
+    for (char c = '0'; c <= '9'; ++c) add(sp + c, kTokenNormal);
     for (char a = 'a'; a <= 'z'; ++a) {
-      for (char b = 'a'; b <= 'z'; ++b) v.filler.push_back(add(sp + a + b, 1));
+      for (char b = 'a'; b <= 'z'; ++b) v.filler.push_back(add(sp + a + b, kTokenNormal));
     }
     for (int n = 0; n < kNeedleCount; ++n) {
       v.needle.push_back(
-          add(sp + static_cast<char>('0' + n / 10) + static_cast<char>('0' + n % 10), 1));
+          add(sp + static_cast<char>('0' + n / 10) + static_cast<char>('0' + n % 10), kTokenNormal));
     }
     return v;
   }();
@@ -437,17 +438,7 @@ gguf::GgufWriter build_induction_model(const InductionModelOptions& opt) {
   w.set_f32("llama.rope.freq_base", kRopeBase);
   w.set_f32("llama.attention.layer_norm_rms_epsilon", kRmsEps);
   w.set_u32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
-  w.set_string("tokenizer.ggml.model", "llama");
-  w.set_string("tokenizer.ggml.pre", "default");
-  w.set_string_array("tokenizer.ggml.tokens", v.tokens);
-  w.set_f32_array("tokenizer.ggml.scores", v.scores);
-  w.set_i32_array("tokenizer.ggml.token_type", v.types);
-  w.set_u32("tokenizer.ggml.unknown_token_id", 0);
-  w.set_u32("tokenizer.ggml.bos_token_id", 1);
-  w.set_u32("tokenizer.ggml.eos_token_id", 2);
-  w.set_bool("tokenizer.ggml.add_bos_token", true);
-  w.set_bool("tokenizer.ggml.add_eos_token", false);
-  w.set_bool("tokenizer.ggml.add_space_prefix", true);
+  write_spm_vocabulary(w, v.tokens, v.scores, v.types);
   // Ground truth: index layer * n_kv_heads + kv_head.
   w.set_i32_array(kInductionRetrievalHeadsKey,
                   {static_cast<int32_t>(info.retrieval_layer * kKvHeads + info.retrieval_kv_head)});

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "convert/spm_vocab.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
@@ -54,9 +55,6 @@ struct Llama2cHeader {
   int32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
 };
 
-// GGUF token types.
-constexpr int32_t kTokenNormal = 1, kTokenUnknown = 2, kTokenControl = 3, kTokenByte = 6;
-
 bool is_byte_piece(const std::string& s) {
   return s.size() == 6 && s.compare(0, 3, "<0x") == 0 && s[5] == '>' &&
          std::isxdigit(static_cast<unsigned char>(s[3])) &&
@@ -102,17 +100,7 @@ void add_vocabulary(gguf::GgufWriter& w, const std::string& path, int32_t vocab_
     scores.push_back(score);
     types.push_back(type);
   }
-  w.set_string("tokenizer.ggml.model", "llama");
-  w.set_string("tokenizer.ggml.pre", "default");
-  w.set_string_array("tokenizer.ggml.tokens", std::move(tokens));
-  w.set_f32_array("tokenizer.ggml.scores", std::move(scores));
-  w.set_i32_array("tokenizer.ggml.token_type", std::move(types));
-  w.set_u32("tokenizer.ggml.unknown_token_id", 0);
-  w.set_u32("tokenizer.ggml.bos_token_id", 1);
-  w.set_u32("tokenizer.ggml.eos_token_id", 2);
-  w.set_bool("tokenizer.ggml.add_bos_token", true);
-  w.set_bool("tokenizer.ggml.add_eos_token", false);
-  w.set_bool("tokenizer.ggml.add_space_prefix", true);
+  write_spm_vocabulary(w, std::move(tokens), std::move(scores), std::move(types));
 }
 
 }  // namespace

@@ -4,10 +4,10 @@
 #include <fstream>
 #include <vector>
 
-#include "core/splitmix.h"
 #include "convert/induction_model.h"
 #include "convert/quantize.h"
 #include "core/error.h"
+#include "core/splitmix.h"
 #include "gguf/gguf.h"
 #include "kernels/quant/traits.h"
 

@@ -60,7 +60,7 @@ int64_t pool_tokens(const Model& model, const EngineConfig& c) {
 int64_t stream_pool_blocks(const EngineConfig& c) {
   if (c.head_modes.n_streaming() == 0) return 0;
   const int64_t bs = c.block_size;
-  const int64_t per_seq = (c.head_modes.sink + bs - 1) / bs + (c.head_modes.window + bs - 1) / bs + 2;
+  const int64_t per_seq = c.head_modes.stream_blocks_per_sequence(bs, 0);
   const int64_t chunks = (c.scheduler.max_batch_tokens + bs - 1) / bs + c.scheduler.max_seqs;
   return 2 * (c.scheduler.max_seqs * per_seq + chunks);
 }
@@ -68,9 +68,7 @@ int64_t stream_pool_blocks(const EngineConfig& c) {
 // Sparse attention keeps only a window of the streaming heads, so a prompt must be
 // prefilled in chunks that fit the stream pool.
 EngineConfig normalized(EngineConfig c, const Model& model) {
-  if (c.head_modes.dense() && c.head_map.enabled()) {
-    c.head_modes = resolve_head_modes(c.head_map, model.config().n_layers, model.config().n_kv_heads);
-  }
+  c.head_modes = effective_head_modes(c.head_modes, c.head_map, model.config().n_layers, model.config().n_kv_heads);
   if (c.head_modes.n_streaming() > 0 && c.scheduler.prefill_chunk <= 0) {
     c.scheduler.prefill_chunk = c.scheduler.max_batch_tokens;
   }

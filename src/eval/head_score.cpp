@@ -20,18 +20,25 @@ void log_softmax(std::span<const float> logits, std::vector<double>& out) {
   for (size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<double>(logits[i]) - log_z;
 }
 
-// The scored rows' logits of one sample under `modes`: [n_scored][n_vocab].
-std::vector<float> scored_logits(Model& model, const CalibrationSample& s, SequenceRunnerOptions o,
-                                 const HeadModes& modes, ThreadPool& pool) {
+// The scored rows' logits of every sample under `modes`, [n_scored][n_vocab] per
+// sample, from one runner reset between samples.
+std::vector<std::vector<float>> scored_logits(Model& model, const std::vector<CalibrationSample>& samples,
+                                              SequenceRunnerOptions o, const HeadModes& modes, ThreadPool& pool) {
   o.head_modes = modes;
   o.head_map = {};
-  o.context_length = std::max<int64_t>(o.context_length, static_cast<int64_t>(s.tokens.size()));
+  for (const auto& s : samples) {
+    o.context_length = std::max<int64_t>(o.context_length, static_cast<int64_t>(s.tokens.size()));
+  }
   SequenceRunner runner(model, pool, o);
-  const auto split = s.tokens.size() - static_cast<size_t>(s.n_scored);
-  if (split > 0) runner.feed(std::span<const int32_t>(s.tokens.data(), split));
-  std::vector<float> all;
-  runner.feed(std::span<const int32_t>(s.tokens.data() + split, static_cast<size_t>(s.n_scored)), &all);
-  return all;
+  std::vector<std::vector<float>> out(samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const auto& s = samples[i];
+    runner.reset();
+    const auto split = s.tokens.size() - static_cast<size_t>(s.n_scored);
+    if (split > 0) runner.feed(std::span<const int32_t>(s.tokens.data(), split));
+    runner.feed(std::span<const int32_t>(s.tokens.data() + split, static_cast<size_t>(s.n_scored)), &out[i]);
+  }
+  return out;
 }
 
 }  // namespace
@@ -95,16 +102,18 @@ HeadScores score_heads(Model& model, const std::vector<CalibrationSample>& sampl
   }
   const int64_t n_layers = model.config().n_layers, n_kv = model.config().n_kv_heads;
   const auto n_vocab = static_cast<size_t>(model.config().n_vocab);
-  // The dense reference, once.
-  std::vector<std::vector<double>> ref_logp;  // per scored row
+  // The dense reference, once: log-probabilities, probabilities and argmax per scored row.
+  std::vector<std::vector<double>> ref_logp, ref_p;
   std::vector<size_t> ref_argmax;
   std::vector<double> row;
-  for (const auto& s : samples) {
-    const auto logits = scored_logits(model, s, options.runner, {}, pool);
-    for (int64_t r = 0; r < s.n_scored; ++r) {
-      const std::span<const float> l(logits.data() + static_cast<size_t>(r) * n_vocab, n_vocab);
+  const auto dense = scored_logits(model, samples, options.runner, {}, pool);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    for (int64_t r = 0; r < samples[i].n_scored; ++r) {
+      const std::span<const float> l(dense[i].data() + static_cast<size_t>(r) * n_vocab, n_vocab);
       log_softmax(l, row);
       ref_logp.push_back(row);
+      for (double& x : row) x = std::exp(x);
+      ref_p.push_back(row);
       ref_argmax.push_back(static_cast<size_t>(std::max_element(l.begin(), l.end()) - l.begin()));
     }
   }
@@ -123,13 +132,13 @@ HeadScores score_heads(Model& model, const std::vector<CalibrationSample>& sampl
       double kl = 0;
       int64_t flips = 0;
       size_t k = 0;
-      for (const auto& s : samples) {
-        const auto logits = scored_logits(model, s, options.runner, modes, pool);
-        for (int64_t r = 0; r < s.n_scored; ++r, ++k) {
-          const std::span<const float> lr(logits.data() + static_cast<size_t>(r) * n_vocab, n_vocab);
+      const auto ablated = scored_logits(model, samples, options.runner, modes, pool);
+      for (size_t si = 0; si < samples.size(); ++si) {
+        for (int64_t r = 0; r < samples[si].n_scored; ++r, ++k) {
+          const std::span<const float> lr(ablated[si].data() + static_cast<size_t>(r) * n_vocab, n_vocab);
           log_softmax(lr, row);
           double d = 0;
-          for (size_t i = 0; i < n_vocab; ++i) d += std::exp(ref_logp[k][i]) * (ref_logp[k][i] - row[i]);
+          for (size_t i = 0; i < n_vocab; ++i) d += ref_p[k][i] * (ref_logp[k][i] - row[i]);
           kl += std::max(0.0, d);
           flips += static_cast<size_t>(std::max_element(lr.begin(), lr.end()) - lr.begin()) != ref_argmax[k];
         }

@@ -155,6 +155,12 @@ HeadModes resolve_head_modes(const HeadMapOptions& o, int64_t n_layers, int64_t 
   return m;
 }
 
+HeadModes effective_head_modes(const HeadModes& modes, const HeadMapOptions& map, int64_t n_layers,
+                               int64_t n_kv_heads) {
+  if (!modes.dense() || !map.enabled()) return modes;
+  return resolve_head_modes(map, n_layers, n_kv_heads);
+}
+
 std::string head_map_json(const HeadModes& m, const std::vector<std::vector<double>>& scores) {
   json doc;
   doc["sink"] = m.sink;

@@ -29,6 +29,11 @@ struct HeadModes {
   int64_t n_streaming_in_layer(int64_t layer) const;
   // "L0: F S S F | L1: ..." for logs.
   std::string describe() const;
+  // Stream-pool blocks one sequence needs at most: its sink blocks, the blocks spanning
+  // its window plus `chunk_tokens` new tokens, and two partial blocks at the edges.
+  int64_t stream_blocks_per_sequence(int64_t block_size, int64_t chunk_tokens) const {
+    return (sink + block_size - 1) / block_size + (window + chunk_tokens + block_size - 1) / block_size + 2;
+  }
 };
 
 // Where a streaming head's keys are, for a query at position `pos`: [0, sink_end) and
@@ -63,6 +68,10 @@ struct HeadMapOptions {
 // layer full (a structural split for benchmarking models whose heads were not scored).
 // Returns dense modes when nothing is enabled. Throws strata::Error naming the bad field.
 HeadModes resolve_head_modes(const HeadMapOptions& options, int64_t n_layers, int64_t n_kv_heads);
+// The modes a component runs with: `modes` when it is sparse, else `map` resolved
+// (dense when the map options are not enabled either).
+HeadModes effective_head_modes(const HeadModes& modes, const HeadMapOptions& map, int64_t n_layers,
+                               int64_t n_kv_heads);
 HeadModes parse_head_map(const std::string& json_text, const HeadMapOptions& options,
                          int64_t n_layers, int64_t n_kv_heads);
 

@@ -18,14 +18,11 @@ int64_t pick_context(const Model& model, int64_t requested) {
 // Stream pool for one sequence: its sinks, its window and one prefill chunk.
 int64_t stream_blocks(const SequenceRunnerOptions& o) {
   if (o.head_modes.n_streaming() == 0) return 0;
-  const int64_t bs = o.block_size;
-  return (o.head_modes.sink + bs - 1) / bs + (o.head_modes.window + o.max_batch_tokens + bs - 1) / bs + 2;
+  return o.head_modes.stream_blocks_per_sequence(o.block_size, o.max_batch_tokens);
 }
 
 SequenceRunnerOptions resolved(SequenceRunnerOptions o, const Model& model) {
-  if (o.head_modes.dense() && o.head_map.enabled()) {
-    o.head_modes = resolve_head_modes(o.head_map, model.config().n_layers, model.config().n_kv_heads);
-  }
+  o.head_modes = effective_head_modes(o.head_modes, o.head_map, model.config().n_layers, model.config().n_kv_heads);
   return o;
 }
 
