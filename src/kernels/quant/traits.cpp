@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx2.h"
+#include "kernels/quant/kernels_avx512.h"
 #include "kernels/quant/kernels_ref.h"
 
 namespace strata::kernels {
@@ -73,11 +74,12 @@ Table build_reference() {
   return t;
 }
 
-// Starts from the reference table and swaps in AVX2 kernels where they exist. The
-// quantizers for weight types stay scalar: they run once, when a model is converted.
-Table build_fast() {
+// Starts from the reference table and swaps in the kernels of each level up to `isa` where
+// they exist. The quantizers for weight types stay scalar: they run once, when a model is
+// converted.
+Table build_fast(KernelIsa isa) {
   Table t = build_reference();
-  if (!cpu_has_avx2_fma()) return t;
+  if (isa < KernelIsa::avx2) return t;
   auto& f16 = t[index_of(DType::F16)];
   f16.to_float = avx2::f16_to_float;
   f16.from_float = avx2::f16_from_float;
@@ -100,7 +102,17 @@ Table build_fast() {
   t[index_of(DType::Q4_K)].gemm = avx2::q4_k_gemm;
   t[index_of(DType::Q6_K)].vec_dot = avx2::q6_k_vec_dot;
   t[index_of(DType::Q6_K)].gemm = avx2::q6_k_gemm;
+  if (isa < KernelIsa::avx512_vnni) return t;
+  t[index_of(DType::Q8_0)].vec_dot = avx512::q8_0_vec_dot;
+  t[index_of(DType::Q8_0)].gemm = avx512::q8_0_gemm;
+  t[index_of(DType::Q4_0)].vec_dot = avx512::q4_0_vec_dot;
+  t[index_of(DType::Q4_0)].gemm = avx512::q4_0_gemm;
   return t;
+}
+
+bool env_flag_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
 }
 
 const TypeTraits& lookup(const Table& table, DType t) {
@@ -115,20 +127,52 @@ const TypeTraits& lookup(const Table& table, DType t) {
 
 }  // namespace
 
-bool cpu_has_avx2_fma() {
-  static const bool has = [] {
-    // STRATA_NO_AVX2=1 forces the scalar kernels, to test or compare them on AVX2 machines.
-    const char* off = std::getenv("STRATA_NO_AVX2");
-    if (off != nullptr && *off != '\0' && std::string_view(off) != "0") return false;
+const char* kernel_isa_name(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::scalar: return "scalar";
+    case KernelIsa::avx2: return "avx2+fma";
+    case KernelIsa::avx512_vnni: return "avx512-vnni";
+  }
+  return "?";
+}
+
+KernelIsa cpu_kernel_isa() {
+  static const KernelIsa isa = [] {
+    // The variables force lower levels, to test or compare them on capable machines.
+    // (__builtin_cpu_supports also checks that the OS saves the AVX/AVX-512 registers.)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    if (env_flag_set("STRATA_NO_AVX2") || !__builtin_cpu_supports("avx2") ||
+        !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) {
+      return KernelIsa::scalar;
+    }
+    if (env_flag_set("STRATA_NO_AVX512") || !__builtin_cpu_supports("avx512f") ||
+        !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
+        !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vnni")) {
+      return KernelIsa::avx2;
+    }
+    return KernelIsa::avx512_vnni;
   }();
-  return has;
+  return isa;
+}
+
+bool cpu_has_avx2_fma() {
+  return cpu_kernel_isa() >= KernelIsa::avx2;
+}
+
+const TypeTraits& type_traits_for(KernelIsa isa, DType t) {
+  if (isa > cpu_kernel_isa()) {
+    throw Error(std::string("kernels: this CPU (or the environment) does not allow ") +
+                kernel_isa_name(isa) + " kernels");
+  }
+  // Building a table only stores function pointers; the check above keeps a level this
+  // CPU cannot run from being used.
+  static const Table tables[] = {build_fast(KernelIsa::scalar), build_fast(KernelIsa::avx2),
+                                 build_fast(KernelIsa::avx512_vnni)};
+  return lookup(tables[static_cast<int>(isa)], t);
 }
 
 const TypeTraits& type_traits(DType t) {
-  static const Table table = build_fast();
+  static const Table table = build_fast(cpu_kernel_isa());
   return lookup(table, t);
 }
 

@@ -7,8 +7,9 @@
 //   Q4_K, Q6_K     -> Q8_K
 // Q8_K is an activation-only type: it has to_float/from_float but no vec_dot.
 //
-// type_traits() returns the fastest kernels this CPU runs (AVX2+FMA+F16C when present,
-// otherwise the scalar reference); reference_type_traits() always returns the scalar ones.
+// type_traits() returns the fastest kernels this CPU runs (see cpu_kernel_isa(): AVX-512
+// VNNI for Q8_0/Q4_0 where present, AVX2+FMA+F16C for the rest, otherwise the scalar
+// reference); reference_type_traits() always returns the scalar ones.
 // Guarantees shared by both tables:
 //   - to_float is bit-exact with the format definition (blocks.h), in both tables.
 //   - from_float of an activation type (F32/Q8_0/Q8_K) gives identical bytes in both
@@ -44,9 +45,24 @@ struct TypeTraits {
 const TypeTraits& type_traits(DType t);
 const TypeTraits& reference_type_traits(DType t);
 
-// True when the CPU supports AVX2 and FMA (and F16C, which every AVX2 CPU has) and the
-// environment variable STRATA_NO_AVX2 is unset, empty or "0". Read once.
+// Instruction-set levels of the kernel tables, each a superset of the one before.
+enum class KernelIsa {
+  scalar,       // the reference kernels
+  avx2,         // AVX2 + FMA + F16C
+  avx512_vnni,  // avx2 plus AVX-512 F/BW/VL/DQ/VNNI (Q8_0 and Q4_0 matmuls)
+};
+const char* kernel_isa_name(KernelIsa isa);
+
+// The best level this CPU (and OS) supports, lowered by the environment: STRATA_NO_AVX512
+// set (not empty or "0") caps it at avx2, STRATA_NO_AVX2 at scalar. Read once.
+KernelIsa cpu_kernel_isa();
+
+// cpu_kernel_isa() >= avx2.
 bool cpu_has_avx2_fma();
+
+// The table of one level, for comparing levels in tests and benchmarks; throws
+// strata::Error when `isa` is above cpu_kernel_isa().
+const TypeTraits& type_traits_for(KernelIsa isa, DType t);
 
 // Bytes of a row of `n` elements of type t; throws Error when n is negative or not a
 // multiple of the block size (the message names `what`).

@@ -1,0 +1,19 @@
+// AVX-512 kernels (F, BW, VL, VNNI; internal to kernels/). Defined in *_avx512.cpp files,
+// the only ones compiled with those instruction sets; call them only when
+// cpu_kernel_isa() is KernelIsa::avx512_vnni.
+#pragma once
+
+#include <cstdint>
+
+namespace strata::kernels::avx512 {
+
+// Q8_0 and Q4_0 weights against Q8_0 activations. Every output is bit-identical to the
+// AVX2 kernel's (legacy_avx2.cpp), so switching the instruction set never changes results.
+float q8_0_vec_dot(int64_t n, const void* w, const void* a);
+float q4_0_vec_dot(int64_t n, const void* w, const void* a);
+void q8_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q4_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+
+}  // namespace strata::kernels::avx512
