@@ -6,6 +6,7 @@
 // `flops` = 2 * rows * cols * tokens as a rate (GFLOP/s, what bounds prefill).
 // Usage: kernels_matmul_bench [--threads=N] [google benchmark flags], for example
 //   --benchmark_filter='matmul/q4_0/.*/tokens:(1|512)/'
+// matmul_dram/... repeats the decode case with the weights coming from DRAM, as in a model.
 // (N defaults to ThreadPool::default_threads(); set STRATA_NO_AVX2=1 for scalar kernels).
 #include <benchmark/benchmark.h>
 
@@ -90,6 +91,32 @@ void bm_matmul(benchmark::State& state, DType t, int64_t rows, int64_t cols, int
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Decode as a model sees it: the weights come from DRAM, not from cache. Cycles through
+// enough distinct copies of the matrix (>= 512 MiB in all) that none is cached when it is
+// used again; `weights` is then the GB/s a GEMV streams from memory.
+void bm_matmul_dram(benchmark::State& state, DType t, int64_t rows, int64_t cols, int64_t tokens) {
+  const std::vector<uint8_t> one = random_weights(t, rows, cols);
+  const size_t copies = (size_t{512} << 20) / one.size() + 1;
+  std::vector<uint8_t> w(one.size() * copies);
+  for (size_t c = 0; c < copies; ++c) std::memcpy(w.data() + c * one.size(), one.data(), one.size());
+  std::vector<float> x(static_cast<size_t>(tokens * cols));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;
+  std::vector<float> y(static_cast<size_t>(tokens * rows));
+  std::vector<uint8_t> scratch;
+  size_t c = 0;
+  for (auto _ : state) {
+    strata::kernels::matmul(t, w.data() + c * one.size(), rows, cols, x.data(), tokens, y.data(),
+                            *g_pool, scratch);
+    c = (c + 1) % copies;
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["weights"] = benchmark::Counter(static_cast<double>(one.size()),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops"] = benchmark::Counter(2.0 * static_cast<double>(rows * cols * tokens),
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
 int parse_threads(int* argc, char** argv) {
   int threads = strata::ThreadPool::default_threads();
   int out = 1;
@@ -124,6 +151,16 @@ int main(int argc, char** argv) {
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }
+    }
+  }
+  for (DType t : types) {
+    for (const auto& shape : shapes) {
+      const std::string name = "matmul_dram/" + std::string(strata::dtype_name(t)) + "/" +
+                               std::to_string(shape[0]) + "x" + std::to_string(shape[1]) +
+                               "/tokens:1/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), bm_matmul_dram, t, shape[0], shape[1], 1)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
     }
   }
   benchmark::Initialize(&argc, argv);

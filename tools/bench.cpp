@@ -12,6 +12,7 @@
 
 #include "core/fp16.h"
 #include "kernels/cpu/roofline.h"
+#include "kernels/quant/traits.h"
 #include "kv/kv_manager.h"
 #include "model/model.h"
 #include "tools/commands.h"
@@ -29,6 +30,24 @@ struct BenchModelFlags {
   int repetitions = 3;
   std::string output = "md";
   std::string fill = "model";  // how the -d context is filled: model (computed) or synthetic
+  bool roofline = false;       // add each test's fraction of the machine's limits
+};
+
+// The machine's limits measured in the same process as the tests, so that a figure and
+// its yardstick see the same (shared, noisy) machine: the AVX2 f32 FMA peak once, and the
+// read bandwidth right before each test.
+class RooflineYardstick {
+ public:
+  explicit RooflineYardstick(ThreadPool& pool)
+      : pool_(pool), buffer_((size_t{512} << 20) / sizeof(float), 1.0f),
+        fma_gflops_(kernels::measure_fma_gflops(pool)) {}
+  double fma_gflops() const { return fma_gflops_; }
+  double read_gbps() { return kernels::measure_read_gbps(pool_, buffer_.data(), buffer_.size() * sizeof(float)); }
+
+ private:
+  ThreadPool& pool_;
+  std::vector<float> buffer_;
+  double fma_gflops_;
 };
 
 double now_s() {
@@ -156,9 +175,20 @@ void bench_model(const BenchModelFlags& f) {
   const HeadModes modes = resolve_head_modes(f.engine.sparse, model->config().n_layers, model->config().n_kv_heads);
   if (!modes.dense()) std::fprintf(stderr, "sparse attention: %s\n", modes.describe().c_str());
   nlohmann::json results = nlohmann::json::array();
-  if (f.output == "md") {
-    std::printf("| model | test | depth | batch | threads | KV MiB | t/s |\n|---|---|---:|---:|---:|---:|---:|\n");
+  std::unique_ptr<RooflineYardstick> yardstick;
+  double params = 0;  // matmul parameters: 2 x params FLOPs per token
+  if (f.roofline) {
+    yardstick = std::make_unique<RooflineYardstick>(pool);
+    for (const auto& t : model->file().tensors()) {
+      if (t.ne.size() == 2 && t.name != "token_embd.weight") params += static_cast<double>(t.n_elements);
+    }
   }
+  const double bytes_per_token = static_cast<double>(model->weight_bytes_per_token());
+  if (f.output == "md") {
+    std::printf("| model | test | depth | batch | threads | KV MiB | t/s |%s\n|---|---|---:|---:|---:|---:|---:|%s\n",
+                f.roofline ? " roofline |" : "", f.roofline ? "---|" : "");
+  }
+  double read_gbps = 0;  // measured before the test being reported
   auto report = [&](const std::string& test, int64_t np, int64_t ng, int64_t depth, int64_t batch,
                     const std::vector<double>& tps, uint64_t kv_bytes) {
     double mean = 0, var = 0;
@@ -169,10 +199,33 @@ void bench_model(const BenchModelFlags& f) {
     results.push_back({{"test", test}, {"n_prompt", np}, {"n_gen", ng}, {"depth", depth},
                        {"batch", batch}, {"threads", threads}, {"tokens_per_s_mean", mean},
                        {"tokens_per_s_std", sd}, {"kv_bytes", kv_bytes}});
+    // Single-sequence decode is bound by reading the weights once per token; prefill and
+    // batched decode by arithmetic (matmul FLOPs against the AVX2 f32 FMA peak).
+    std::string roof;
+    if (yardstick) {
+      auto& j = results.back();
+      const bool memory_bound = ng > 0 && batch == 1;
+      const double gflops = 2 * params * mean / 1e9;
+      j["read_gbps"] = read_gbps;
+      j["fma_gflops"] = yardstick->fma_gflops();
+      j["matmul_gflops"] = gflops;
+      j["weight_gbps"] = bytes_per_token * mean / 1e9;
+      j["bandwidth_fraction"] = bytes_per_token * mean / 1e9 / read_gbps;
+      j["fma_fraction"] = gflops / yardstick->fma_gflops();
+      char buf[128];
+      if (memory_bound) {
+        std::snprintf(buf, sizeof buf, " %.0f%% of %.1f GB/s |",
+                      100.0 * j["bandwidth_fraction"].get<double>(), read_gbps);
+      } else {
+        std::snprintf(buf, sizeof buf, " %.0f%% of %.0f GFLOP/s |",
+                      100.0 * j["fma_fraction"].get<double>(), yardstick->fma_gflops());
+      }
+      roof = buf;
+    }
     if (f.output == "md") {
-      std::printf("| %s | %s | %lld | %lld | %d | %.1f | %.2f ± %.2f |\n", model->config().name.c_str(),
+      std::printf("| %s | %s | %lld | %lld | %d | %.1f | %.2f ± %.2f |%s\n", model->config().name.c_str(),
                   test.c_str(), static_cast<long long>(depth), static_cast<long long>(batch), threads,
-                  static_cast<double>(kv_bytes) / (1 << 20), mean, sd);
+                  static_cast<double>(kv_bytes) / (1 << 20), mean, sd, roof.c_str());
       std::fflush(stdout);
     }
   };
@@ -183,6 +236,7 @@ void bench_model(const BenchModelFlags& f) {
     for (int64_t batch : f.batch) {
       for (int64_t np : f.n_prompt) {
         if (np <= 0) continue;
+        if (yardstick) read_gbps = yardstick->read_gbps();
         std::vector<double> tps;
         uint64_t kv_bytes = 0;
         for (int r = 0; r < f.repetitions; ++r) {
@@ -197,6 +251,7 @@ void bench_model(const BenchModelFlags& f) {
       }
       for (int64_t ng : f.n_gen) {
         if (ng <= 0) continue;
+        if (yardstick) read_gbps = yardstick->read_gbps();
         std::vector<double> tps;
         uint64_t kv_bytes = 0;
         for (int r = 0; r < f.repetitions; ++r) {
@@ -222,12 +277,17 @@ void bench_roofline(int threads_flag, double gib, const std::string& model_path)
   kernels::RooflineOptions opt;
   opt.buffer_bytes = static_cast<size_t>(gib * (1 << 30));
   const auto r = kernels::measure_roofline(pool, opt);
-  std::printf("threads:          %d (%s)\n", r.threads, r.avx2 ? "avx2+fma" : "scalar");
+  std::printf("threads:          %d (kernels: %s)\n", r.threads,
+              kernels::kernel_isa_name(kernels::cpu_kernel_isa()));
   std::printf("read bandwidth:   %.2f GB/s\n", r.read_gbps);
   std::printf("copy bandwidth:   %.2f GB/s\n", r.copy_gbps);
   std::printf("triad bandwidth:  %.2f GB/s\n", r.triad_gbps);
-  std::printf("f32 FMA peak:     %.1f GFLOP/s\n", r.fma_gflops);
-  if (r.int8_gops > 0) std::printf("int8 dot peak:    %.1f GOP/s (u8 x s8 multiply-adds, 2 ops each)\n", r.int8_gops);
+  std::printf("f32 FMA peak:     %.1f GFLOP/s (%s)\n", r.fma_gflops, r.avx2 ? "AVX2, 256-bit" : "scalar");
+  if (r.fma512_gflops > 0) std::printf("f32 FMA peak:     %.1f GFLOP/s (AVX-512)\n", r.fma512_gflops);
+  if (r.int8_gops > 0) {
+    std::printf("int8 dot peak:    %.1f GOP/s (%s; u8 x s8 multiply-adds, 2 ops each)\n", r.int8_gops,
+                r.int8_instruction);
+  }
   if (!model_path.empty()) {
     auto model = Model::load(model_path);
     const double bytes = static_cast<double>(model->weight_bytes_per_token());
@@ -238,7 +298,7 @@ void bench_roofline(int threads_flag, double gib, const std::string& model_path)
     std::printf("model weights read per token: %.1f MiB\n", bytes / (1 << 20));
     std::printf("decode upper bound:  %.2f tok/s (read bandwidth / bytes per token)\n",
                 r.read_gbps * 1e9 / bytes);
-    std::printf("prefill upper bound: %.2f tok/s (FMA peak / 2 x %.0fM matmul params)\n",
+    std::printf("prefill upper bound: %.2f tok/s (AVX2 FMA peak / 2 x %.0fM matmul params)\n",
                 r.fma_gflops * 1e9 / (2 * params), params / 1e6);
     if (r.int8_gops > 0) {
       std::printf("prefill upper bound: %.2f tok/s with int8 dot products (the quantized matmuls' arithmetic)\n",
@@ -278,6 +338,9 @@ void register_bench(CLI::App& app) {
   model->add_option("--fill", mf->fill,
                     "how the -d context is filled: model (a real prefill) or synthetic (random K/V, no compute)")
       ->capture_default_str();
+  model->add_flag("--roofline", mf->roofline,
+                  "add each test's fraction of the machine's limits (read bandwidth measured before "
+                  "each test, AVX2 f32 FMA peak), measured in this process");
   model->callback([mf] { bench_model(*mf); });
 
   register_bench_offline(*cmd);

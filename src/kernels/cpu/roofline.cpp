@@ -41,12 +41,54 @@ double seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Best rate of `probe` (which returns the operations it did) run on every thread at once.
+double peak_rate(ThreadPool& pool, double (*probe)(long), int repetitions) {
+  const long iters = 20'000'000;
+  double best = 0;
+  for (int rep = 0; rep < repetitions; ++rep) {
+    std::vector<double> ops(static_cast<size_t>(pool.size()));
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run([&](int tid, int) { ops[static_cast<size_t>(tid)] = probe(iters); });
+    const double s = seconds(t0);
+    double total = 0;
+    for (double o : ops) total += o;
+    best = std::max(best, total / s / 1e9);
+  }
+  return best;
+}
+
 }  // namespace
+
+double measure_read_gbps(ThreadPool& pool, const void* data, size_t bytes, int repetitions) {
+  const auto sum = cpu_has_avx2_fma() ? detail::sum_floats_avx2 : detail::sum_floats_scalar;
+  const auto* p = static_cast<const float*>(data);
+  const size_t n = bytes / sizeof(float);
+  std::vector<float> sinks(static_cast<size_t>(pool.size()));
+  double best = 0;
+  for (int rep = 0; rep < repetitions; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run([&](int tid, int nt) {
+      const size_t lo = n * static_cast<size_t>(tid) / static_cast<size_t>(nt);
+      const size_t hi = n * static_cast<size_t>(tid + 1) / static_cast<size_t>(nt);
+      sinks[static_cast<size_t>(tid)] += sum(p + lo, hi - lo);
+    });
+    best = std::max(best, static_cast<double>(n * sizeof(float)) / seconds(t0) / 1e9);
+  }
+  volatile float sink = sinks[0];
+  (void)sink;
+  return best;
+}
+
+double measure_fma_gflops(ThreadPool& pool, int repetitions) {
+  return peak_rate(pool, cpu_has_avx2_fma() ? detail::fma_loop_avx2 : detail::fma_loop_scalar,
+                   repetitions);
+}
 
 RooflineResult measure_roofline(ThreadPool& pool, const RooflineOptions& opt) {
   RooflineResult r;
   r.threads = pool.size();
   r.avx2 = cpu_has_avx2_fma();
+  r.avx512 = cpu_kernel_isa() >= KernelIsa::avx512_vnni;
   const size_t n = opt.buffer_bytes / sizeof(float);
   std::vector<float> a(n), b(n), c(n);
   // Touch every page (in parallel, so pages land near the threads that read them).
@@ -57,19 +99,12 @@ RooflineResult measure_roofline(ThreadPool& pool, const RooflineOptions& opt) {
       c[static_cast<size_t>(i)] = 0.5f;
     }
   });
-  const auto sum = r.avx2 ? detail::sum_floats_avx2 : detail::sum_floats_scalar;
-  std::vector<float> sinks(static_cast<size_t>(pool.size()));
   const double bytes = static_cast<double>(n * sizeof(float));
   for (int rep = 0; rep < opt.repetitions; ++rep) {
-    auto t0 = std::chrono::steady_clock::now();
-    pool.run([&](int tid, int nt) {
-      const size_t lo = n * static_cast<size_t>(tid) / static_cast<size_t>(nt);
-      const size_t hi = n * static_cast<size_t>(tid + 1) / static_cast<size_t>(nt);
-      sinks[static_cast<size_t>(tid)] += sum(a.data() + lo, hi - lo);
-    });
-    r.read_gbps = std::max(r.read_gbps, bytes / seconds(t0) / 1e9);
+    r.read_gbps = std::max(r.read_gbps, measure_read_gbps(pool, a.data(), n * sizeof(float), 1));
 
-    t0 = std::chrono::steady_clock::now();
+    auto t0 = std::chrono::steady_clock::now();
+
     pool.parallel_for(static_cast<int64_t>(n), [&](int64_t lo, int64_t hi) {
       std::memcpy(c.data() + lo, a.data() + lo, static_cast<size_t>(hi - lo) * sizeof(float));
     });
@@ -83,28 +118,15 @@ RooflineResult measure_roofline(ThreadPool& pool, const RooflineOptions& opt) {
     });
     r.triad_gbps = std::max(r.triad_gbps, 3 * bytes / seconds(t0) / 1e9);
   }
-  const auto fma = r.avx2 ? detail::fma_loop_avx2 : detail::fma_loop_scalar;
-  const long iters = 20'000'000;
-  for (int rep = 0; rep < opt.repetitions; ++rep) {
-    std::vector<double> flops(static_cast<size_t>(pool.size()));
-    const auto t0 = std::chrono::steady_clock::now();
-    pool.run([&](int tid, int) { flops[static_cast<size_t>(tid)] = fma(iters); });
-    const double s = seconds(t0);
-    double total = 0;
-    for (double f : flops) total += f;
-    r.fma_gflops = std::max(r.fma_gflops, total / s / 1e9);
+  r.fma_gflops = measure_fma_gflops(pool, opt.repetitions);
+  if (r.avx512) r.fma512_gflops = peak_rate(pool, detail::fma_loop_avx512, opt.repetitions);
+  if (r.avx512) {
+    r.int8_gops = peak_rate(pool, detail::int8_dot_loop_avx512, opt.repetitions);
+    r.int8_instruction = "vpdpbusd zmm (AVX-512 VNNI)";
+  } else if (r.avx2) {
+    r.int8_gops = peak_rate(pool, detail::int8_dot_loop_avx2, opt.repetitions);
+    r.int8_instruction = "vpmaddubsw + vpmaddwd ymm (AVX2)";
   }
-  for (int rep = 0; r.avx2 && rep < opt.repetitions; ++rep) {
-    std::vector<double> ops(static_cast<size_t>(pool.size()));
-    const auto t0 = std::chrono::steady_clock::now();
-    pool.run([&](int tid, int) { ops[static_cast<size_t>(tid)] = detail::int8_dot_loop_avx2(iters); });
-    const double s = seconds(t0);
-    double total = 0;
-    for (double o : ops) total += o;
-    r.int8_gops = std::max(r.int8_gops, total / s / 1e9);
-  }
-  volatile float sink = sinks[0];
-  (void)sink;
   return r;
 }
 
