@@ -1,46 +1,88 @@
 #include "attention/tile_kernels.h"
 
 #include <algorithm>
-#include <limits>
+#include <cmath>
+#include <type_traits>
+
+#include "core/fp16.h"
 
 #include "kernels/quant/traits.h"
 
 namespace strata::attention {
 namespace {
 
-float scores_ref(const float* q, const float* k, int64_t n, int64_t head_dim, float scale,
-                 float* sc) {
-  float block_max = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < n; ++j) {
-    const float* kj = k + j * head_dim;
-    float dot = 0.0f;
-    for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * kj[d];
-    sc[j] = dot * scale;
-    block_max = std::max(block_max, sc[j]);
+// exp(x) for x <= 0 with x clamped at -80: glibc's expf takes a slow underflow path
+// (errno handling) below about -87, which sharp attention heads hit for most keys. The
+// clamp changes nothing a softmax can see: exp(-80) ~ 1.8e-35 next to the running
+// maximum's exp(0) = 1, and exp(-inf) (the empty start) becomes a factor on zeros.
+inline float exp_clamped(float x) { return std::exp(std::max(x, -80.0f)); }
+
+// Element i of a K or V tile as float.
+template <class Elem>
+inline float elem(const Elem* p, int64_t i) {
+  if constexpr (std::is_same_v<Elem, float>) {
+    return p[i];
+  } else {
+    return fp16_to_fp32(p[i]);
   }
-  return block_max;
 }
 
-void accumulate_ref(const float* p, const float* v, int64_t n, int64_t head_dim,
-                    float correction, float* acc) {
-  for (int64_t d = 0; d < head_dim; ++d) acc[d] *= correction;
-  for (int64_t j = 0; j < n; ++j) {
-    const float* vj = v + j * head_dim;
-    for (int64_t d = 0; d < head_dim; ++d) acc[d] += p[j] * vj[d];
+template <class Elem>
+void fold_ref(const FoldTile& f) {
+  const int64_t n = f.j1 - f.j0, hd = f.head_dim, bs = f.block_size;
+  const auto* kt = static_cast<const Elem*>(f.kt);
+  const auto* v = static_cast<const Elem*>(f.v);
+  for (int64_t r = 0; r < f.n_q; ++r) {
+    const float* q = f.q + r * hd;
+    float* p = f.p + r * padded_block(bs);
+    float block_max = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) {
+      const Elem* k = kt + f.j0 + j;
+      float even = 0.0f, odd = 0.0f;
+      for (int64_t d = 0; d + 1 < hd; d += 2) {
+        even += q[d] * elem(k, d * bs);
+        odd += q[d + 1] * elem(k, (d + 1) * bs);
+      }
+      if (hd % 2 != 0) even += q[hd - 1] * elem(k, (hd - 1) * bs);
+      p[j] = (even + odd) * f.scale;
+      block_max = std::max(block_max, p[j]);
+    }
+    const float m = std::max(f.max[r], block_max);
+    const float c = exp_clamped(f.max[r] - m);
+    float s = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      p[j] = exp_clamped(p[j] - m);
+      s += p[j];
+    }
+    f.sum[r] = f.sum[r] * c + s;
+    f.max[r] = m;
+    float* acc = f.acc + r * hd;
+    for (int64_t d = 0; d < hd; ++d) acc[d] *= c;
+    for (int64_t j = 0; j < n; ++j) {
+      const Elem* vj = v + (f.j0 + j) * hd;
+      for (int64_t d = 0; d < hd; ++d) acc[d] += p[j] * elem(vj, d);
+    }
   }
+}
+
+void fold_ref_any(const FoldTile& f) {
+  f.f16 ? fold_ref<uint16_t>(f) : fold_ref<float>(f);
 }
 
 }  // namespace
 
 const TileKernels& reference_tile_kernels() {
-  static const TileKernels k{scores_ref, accumulate_ref};
+  static const TileKernels k{fold_ref_any, "scalar"};
   return k;
 }
 
 const TileKernels& tile_kernels() {
-  static const TileKernels k = kernels::cpu_has_avx2_fma()
-                                   ? TileKernels{avx2::scores, avx2::accumulate}
-                                   : reference_tile_kernels();
+  static const TileKernels k = [] {
+    const kernels::KernelIsa isa = kernels::cpu_kernel_isa();
+    if (isa >= kernels::KernelIsa::avx512_vnni) return TileKernels{avx512::fold, "avx512"};
+    if (isa >= kernels::KernelIsa::avx2) return TileKernels{avx2::fold, "avx2"};
+    return reference_tile_kernels();
+  }();
   return k;
 }
 

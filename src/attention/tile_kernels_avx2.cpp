@@ -1,93 +1,80 @@
-// AVX2+FMA tile kernels for paged attention (see tile_kernels.h).
-//
-// scores: per key row, one 8-lane fma accumulator over head_dim in steps of 8, reduced
-// with kernels::avx2::hsum, then the head_dim % 8 tail added one by one with fma.
-// accumulate: per 8-wide column strip of acc, acc * correction, then fma(p[j], v_j, acc)
-// for j in order; the tail columns the same way in scalar fma.
+// AVX2+FMA tile fold (see tile_kernels.h and fold_simd.h): 8 keys per register.
+#include <immintrin.h>
+
+#include "attention/fold_simd.h"
 #include "attention/tile_kernels.h"
-#include "kernels/quant/avx2_util.h"
 
 namespace strata::attention::avx2 {
+namespace {
 
-using kernels::avx2::fma_ss;
-using kernels::avx2::hsum;
+struct Avx2Vec {
+  static constexpr int64_t W = 8;
+  using F = __m256;
+  using Mask = __m256i;  // all-ones lanes are in
+  static Mask first(int64_t n) {
+    const int32_t k = static_cast<int32_t>(std::clamp<int64_t>(n, 0, W));
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static F zero() { return _mm256_setzero_ps(); }
+  static F set1(float x) { return _mm256_set1_ps(x); }
+  static F load(const float* p) { return _mm256_loadu_ps(p); }
+  static F maskz_load(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
+  static F load_elems(const float* p, Mask m, int64_t) { return _mm256_maskload_ps(p, m); }
+  static F load_elems(const uint16_t* p, Mask, int64_t n_valid) {
+    if (n_valid >= W) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    alignas(16) uint16_t h[W] = {};  // AVX2 has no masked 16-bit load: copy the valid lanes
+    for (int64_t i = 0; i < n_valid; ++i) h[i] = p[i];
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+  }
+  static F load_or_neg_inf(const float* p, Mask m) {
+    return _mm256_blendv_ps(_mm256_set1_ps(-__builtin_inff()), _mm256_loadu_ps(p), _mm256_castsi256_ps(m));
+  }
+  static void store(float* p, F x) { _mm256_storeu_ps(p, x); }
+  static void mask_store(float* p, Mask m, F x) { _mm256_maskstore_ps(p, m, x); }
+  static F zero_outside(F x, Mask m) { return _mm256_and_ps(x, _mm256_castsi256_ps(m)); }
+  static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F max(F a, F b) { return _mm256_max_ps(a, b); }
+  static float first_lane(F x) { return _mm256_cvtss_f32(x); }
+  static float reduce_max(F v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+  }
+  static float reduce_add(F v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+  }
+  // expf for x <= 0, x clamped at -80: x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts),
+  // exp(r) by Cephes' degree-6 polynomial (about 1 ulp), times 2^n built in the exponent
+  // bits (n >= -116 stays a normal float).
+  static F exp_clamped(F x) {
+    x = _mm256_max_ps(x, _mm256_set1_ps(-80.0f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  }
+};
 
-float scores(const float* q, const float* k, int64_t n, int64_t head_dim, float scale,
-             float* sc) {
-  const int64_t vec = head_dim / 8 * 8;
-  __m256 vmax = _mm256_set1_ps(-__builtin_inff());
-  float block_max = -__builtin_inff();
-  int64_t j = 0;
-  // Four key rows at a time: four independent accumulator chains share each q load.
-  for (; j + 4 <= n; j += 4) {
-    const float* k0 = k + j * head_dim;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t d = 0; d < vec; d += 8) {
-      const __m256 qv = _mm256_loadu_ps(q + d);
-      a0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + d), a0);
-      a1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + head_dim + d), a1);
-      a2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + 2 * head_dim + d), a2);
-      a3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + 3 * head_dim + d), a3);
-    }
-    float s[4] = {hsum(a0), hsum(a1), hsum(a2), hsum(a3)};
-    for (int i = 0; i < 4; ++i) {
-      for (int64_t d = vec; d < head_dim; ++d) s[i] = fma_ss(q[d], k0[i * head_dim + d], s[i]);
-      sc[j + i] = s[i] * scale;
-    }
-    vmax = _mm256_max_ps(vmax, _mm256_setr_ps(sc[j], sc[j + 1], sc[j + 2], sc[j + 3], sc[j],
-                                              sc[j], sc[j], sc[j]));
-  }
-  for (; j < n; ++j) {
-    const float* kj = k + j * head_dim;
-    __m256 a = _mm256_setzero_ps();
-    for (int64_t d = 0; d < vec; d += 8) {
-      a = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(kj + d), a);
-    }
-    float s = hsum(a);
-    for (int64_t d = vec; d < head_dim; ++d) s = fma_ss(q[d], kj[d], s);
-    sc[j] = s * scale;
-    block_max = sc[j] > block_max ? sc[j] : block_max;
-  }
-  const float m = kernels::avx2::hmax(vmax);
-  return m > block_max ? m : block_max;
-}
+}  // namespace
 
-void accumulate(const float* p, const float* v, int64_t n, int64_t head_dim, float correction,
-                float* acc) {
-  const int64_t vec = head_dim / 8 * 8;
-  const __m256 c = _mm256_set1_ps(correction);
-  int64_t d = 0;
-  // Four strips (32 columns) per pass keep four accumulators in registers across all j.
-  for (; d + 32 <= vec; d += 32) {
-    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(acc + d), c);
-    __m256 a1 = _mm256_mul_ps(_mm256_loadu_ps(acc + d + 8), c);
-    __m256 a2 = _mm256_mul_ps(_mm256_loadu_ps(acc + d + 16), c);
-    __m256 a3 = _mm256_mul_ps(_mm256_loadu_ps(acc + d + 24), c);
-    for (int64_t j = 0; j < n; ++j) {
-      const __m256 pj = _mm256_set1_ps(p[j]);
-      const float* vj = v + j * head_dim + d;
-      a0 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj), a0);
-      a1 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8), a1);
-      a2 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 16), a2);
-      a3 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 24), a3);
-    }
-    _mm256_storeu_ps(acc + d, a0);
-    _mm256_storeu_ps(acc + d + 8, a1);
-    _mm256_storeu_ps(acc + d + 16, a2);
-    _mm256_storeu_ps(acc + d + 24, a3);
-  }
-  for (; d < vec; d += 8) {
-    __m256 a = _mm256_mul_ps(_mm256_loadu_ps(acc + d), c);
-    for (int64_t j = 0; j < n; ++j) {
-      a = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(v + j * head_dim + d), a);
-    }
-    _mm256_storeu_ps(acc + d, a);
-  }
-  for (; d < head_dim; ++d) {
-    float a = acc[d] * correction;
-    for (int64_t j = 0; j < n; ++j) a = fma_ss(p[j], v[j * head_dim + d], a);
-    acc[d] = a;
-  }
+void fold(const FoldTile& tile) {
+  simd::fold<Avx2Vec>(tile);
 }
 
 }  // namespace strata::attention::avx2

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <system_error>
 #include <utility>
 
@@ -36,6 +37,25 @@ FileBytes FileBytes::map(const std::string& path) {
   if (!S_ISREG(st.st_mode)) throw Error(path + ": not a regular file");
   if (st.st_size <= 0) throw Error(path + ": magic at offset 0: the file is empty");
   const auto len = static_cast<size_t>(st.st_size);
+  if (std::getenv("STRATA_EXP_COPY")) {
+    const size_t huge = size_t{2} << 20;
+    const size_t alen = (len + huge - 1) / huge * huge;
+    void* mem = ::mmap(nullptr, alen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) throw Error("mmap anon");
+    if (std::atoi(std::getenv("STRATA_EXP_COPY")) == 2) ::madvise(mem, alen, MADV_HUGEPAGE);
+    size_t done = 0;
+    while (done < len) {
+      const ssize_t n = ::pread(guard.fd, static_cast<uint8_t*>(mem) + done, len - done, static_cast<off_t>(done));
+      if (n <= 0) throw Error("read");
+      done += static_cast<size_t>(n);
+    }
+    FileBytes out;
+    out.map_addr_ = mem;
+    out.map_len_ = alen;
+    out.data_ = static_cast<const uint8_t*>(mem);
+    out.size_ = len;
+    return out;
+  }
   // MAP_PRIVATE + PROT_READ: the weights are used in place and never written through.
   void* addr = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, guard.fd, 0);
   if (addr == MAP_FAILED) throw Error(path + ": cannot mmap: " + errno_text(errno));

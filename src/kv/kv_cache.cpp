@@ -52,9 +52,11 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
     auto bytes = checked_mul(static_cast<uint64_t>(tiles[p]), static_cast<uint64_t>(tile_elems_));
     if (bytes) bytes = checked_mul(*bytes, element_size_);
     if (!bytes || *bytes > (uint64_t{1} << 46)) throw Error("kv cache: size overflows");
-    // Zero-initialised so a read of a never-written slot is deterministic (it is masked anyway).
-    k_[p].assign(*bytes, 0);
-    v_[p].assign(*bytes, 0);
+    // Zero-initialised so a read of a never-written slot is deterministic (it is masked
+    // anyway); on huge pages, since attention reads it one 4 KiB tile at a time from all
+    // over the pool.
+    k_[p] = HugePageBuffer(static_cast<size_t>(*bytes));
+    v_[p] = HugePageBuffer(static_cast<size_t>(*bytes));
   }
 }
 

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/huge_buffer.h"
+
 #include "core/dtype.h"
 #include "kv/head_modes.h"
 
@@ -45,7 +47,8 @@ class KvCache {
     return streaming(layer, head) ? config_.n_stream_blocks : config_.n_blocks;
   }
 
-  // Layout of each pool: [layer][block][head of that mode in the layer][slot][head_dim].
+  // Layout of each pool: [layer][head of that mode in the layer][block][tile]; a tile is
+  // the block's keys transposed ([head_dim][slot]) or its values ([slot][head_dim]).
   // A (block, head) tile is contiguous, so attention for one KV head streams each block
   // once for all the query heads that share it. `block` indexes the pool that holds
   // (layer, head): the paged pool for full heads, the stream pool for streaming heads.
@@ -65,7 +68,12 @@ class KvCache {
     const size_t lh = static_cast<size_t>(layer * config_.n_kv_heads + head);
     const int p = pool(layer, head);
     const auto l = static_cast<size_t>(layer);
-    return static_cast<size_t>((layer_base_[p][l] + block * layer_heads_[p][l] + head_index_[lh]) * tile_elems_) *
+    // [layer][head][block]: the blocks of one (layer, head) are adjacent, so a sequence
+    // whose blocks were allocated in order is read as one stream (a block-major layout put
+    // a head's consecutive tiles n_kv_heads tiles apart, and decode attention at 4K context
+    // ran at half the speed).
+    const int64_t n_blocks = p == kFull ? config_.n_blocks : config_.n_stream_blocks;
+    return static_cast<size_t>((layer_base_[p][l] + head_index_[lh] * n_blocks + block) * tile_elems_) *
            element_size_;
   }
   size_t pool_bytes_per_token(int p) const;
@@ -76,7 +84,7 @@ class KvCache {
   std::vector<int64_t> head_index_;     // [layer * n_kv_heads + head]: index among its mode's heads
   std::vector<int64_t> layer_heads_[2];  // [pool][layer]: heads of that mode in the layer
   std::vector<int64_t> layer_base_[2];   // [pool][layer]: first tile of the layer in the pool
-  std::vector<uint8_t> k_[2], v_[2];
+  HugePageBuffer k_[2], v_[2];
 };
 
 }  // namespace strata
