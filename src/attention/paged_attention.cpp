@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/prefetch.h"
 #include "attention/tile_kernels.h"
 #include "kernels/quant/traits.h"
 
@@ -160,8 +161,8 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
       const uint8_t* kt = cache.k_tile(layer, block, g);
       const uint8_t* vt = cache.v_tile(layer, block, g);
       for (size_t off = 0; off < tile_bytes; off += 64) {
-        __builtin_prefetch(kt + off);
-        __builtin_prefetch(vt + off);
+        prefetch_l1(kt + off);
+        prefetch_l1(vt + off);
       }
     };
     // Items are ordered KV head first, then token, then slice, and dealt round-robin:
