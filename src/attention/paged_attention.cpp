@@ -15,20 +15,29 @@
 namespace strata {
 namespace {
 
-// Scratch layout per thread: scores (n_rep*padded_block(block_size)), accumulators
-// (n_rep*head_dim), running max and sum (n_rep each). K/V tiles are read in place.
+// Up to this many consecutive query tokens of one sequence share a pass over the K/V
+// tiles (prefill), so each tile is read once per group instead of once per token: at 4K
+// context a KV head's keys and values (2 MiB in f32) no longer fit in L2, and reading them
+// per token made prefill attention bound by L3 bandwidth.
+constexpr int64_t kQueryTile = 4;
+
+// Scratch layout per thread, for a group of kQueryTile tokens x n_rep query heads (rows):
+// the group's query rows copied contiguous, scores (rows*padded_block(block_size)),
+// accumulators (rows*head_dim), running max and sum (one per row). K/V tiles are read in
+// place.
 struct ScratchLayout {
-  size_t scores, acc, max, sum, total;
+  size_t q, scores, acc, max, sum, total;
 };
 
 ScratchLayout layout(const AttentionShape& s, int64_t bs) {
-  const auto rep = static_cast<size_t>(s.n_heads / s.n_kv_heads);
+  const auto rows = static_cast<size_t>(kQueryTile * (s.n_heads / s.n_kv_heads));
   ScratchLayout l{};
-  l.scores = 0;
-  l.acc = l.scores + rep * static_cast<size_t>(attention::padded_block(bs));
-  l.max = l.acc + rep * static_cast<size_t>(s.head_dim);
-  l.sum = l.max + rep;
-  l.total = l.sum + rep;
+  l.q = 0;
+  l.scores = l.q + rows * static_cast<size_t>(s.head_dim);
+  l.acc = l.scores + rows * static_cast<size_t>(attention::padded_block(bs));
+  l.max = l.acc + rows * static_cast<size_t>(s.head_dim);
+  l.sum = l.max + rows;
+  l.total = l.sum + rows;
   return l;
 }
 
@@ -108,55 +117,72 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
   const int64_t n_rep = shape.n_heads / shape.n_kv_heads;
   const int64_t q_row = shape.n_heads * hd;
   const ScratchLayout lay = layout(shape, bs);
-  // Work items are (token, KV head, slice of its query heads). With few tokens (decode)
-  // there are fewer (token, KV head) pairs than threads can share evenly — and with
-  // sparse attention one full head costs as much as all streaming ones together — so
-  // the query heads of a group are split across threads. Each query head is computed
-  // exactly as without the split (same blocks, same order), so results do not change.
-  // Splitting makes every thread read the group's K/V, so it is done only when needed:
-  // fewer pairs than threads, or a sparse layer decoding a few tokens.
+  // Query tokens form groups: up to kQueryTile consecutive batch tokens of one sequence at
+  // consecutive positions (a prefill chunk); decode tokens are groups of one.
   const int64_t n_tokens = batch.n_tokens();
-  const int64_t n_pairs = n_tokens * shape.n_kv_heads;
+  std::vector<int32_t>& groups = scratch.group_starts();
+  groups.clear();
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const auto ts = static_cast<size_t>(t);
+    const bool extends = t > 0 && t - groups.back() < kQueryTile &&
+                         batch.seq_index[ts] == batch.seq_index[ts - 1] &&
+                         batch.positions[ts] == batch.positions[ts - 1] + 1;
+    if (!extends) groups.push_back(static_cast<int32_t>(t));
+  }
+  const auto n_groups = static_cast<int64_t>(groups.size());
+  groups.push_back(static_cast<int32_t>(n_tokens));
+  // Work items are (KV head, group, slice of its query heads). With few groups (decode)
+  // there are fewer (group, KV head) pairs than threads can share evenly — and with
+  // sparse attention one full head costs as much as all streaming ones together — so
+  // the query heads of a KV head are split across threads. Each query row is computed
+  // exactly as without the split or the grouping (same blocks, same key segments, same
+  // order; the fold's rows are independent), so results do not change. Splitting makes
+  // every thread read the KV head's tiles, so it is done only when needed: fewer pairs
+  // than threads, or a sparse layer decoding a few tokens.
+  const int64_t n_pairs = n_groups * shape.n_kv_heads;
   const bool sparse_layer = cfg.modes.n_streaming_in_layer(layer) > 0;
   const int64_t n_split = (n_pairs < pool.size() || (sparse_layer && n_tokens < 4 * pool.size()))
                               ? std::min<int64_t>(n_rep, pool.size())
                               : 1;
   const int64_t n_items = n_pairs * n_split;
   const attention::TileKernels& tk = attention::tile_kernels();
+  const bool f16 = cfg.dtype == DType::F16;
+  const size_t tile_bytes = static_cast<size_t>(bs * hd) * cache.element_size();
 
   pool.run([&](int tid, int nt) {
     float* buf = scratch.thread_buffer(tid);
+    float* qbuf = buf + lay.q;
     float* scores = buf + lay.scores;
     float* acc = buf + lay.acc;
     float* mx = buf + lay.max;
     float* sum = buf + lay.sum;
-    // Folds keys [j0, j1) of block `bi` (all in one tile) into the running softmax.
-    int64_t r0 = 0, r1 = n_rep;  // query heads of the current item's slice
-    auto fold = [&](const float* qg, std::span<const int32_t> table, int64_t g, int64_t bi, int64_t j0,
-                    int64_t j1) {
+    int64_t nr = n_rep;  // query rows per token in the current item (its slice)
+    // Folds keys [j0, j1) of block `bi` (all in one tile) into the running softmax of the
+    // group's tokens [i0, i1) (rows i0*nr .. i1*nr of the scratch).
+    auto fold = [&](std::span<const int32_t> table, int64_t g, int64_t bi, int64_t j0, int64_t j1,
+                    int64_t i0, int64_t i1) {
       const int32_t block = table[static_cast<size_t>(bi)];
       attention::FoldTile tile;
-      tile.q = qg + r0 * hd;
-      tile.n_q = r1 - r0;
+      tile.q = qbuf + i0 * nr * hd;
+      tile.n_q = (i1 - i0) * nr;
       tile.kt = cache.k_tile(layer, block, g);
       tile.v = cache.v_tile(layer, block, g);
-      tile.f16 = cfg.dtype == DType::F16;
+      tile.f16 = f16;
       tile.block_size = bs;
       tile.head_dim = hd;
       tile.j0 = j0 - bi * bs;
       tile.j1 = j1 - bi * bs;
       tile.scale = shape.scale;
-      tile.max = mx + r0;
-      tile.sum = sum + r0;
-      tile.acc = acc + r0 * hd;
+      tile.max = mx + i0 * nr;
+      tile.sum = sum + i0 * nr;
+      tile.acc = acc + i0 * nr * hd;
       tile.p = scores;
       tk.fold(tile);
     };
     // The next block's tiles are requested while this one is folded: a tile is one 4 KiB
     // page at the default shape, where the hardware prefetcher stops, so without this every
-    // tile starts with a full memory latency (measured: decode attention at 4K context
-    // took twice as long).
-    const size_t tile_bytes = static_cast<size_t>(bs * hd) * cache.element_size();
+    // tile starts with a full memory latency (decode attention at 4K context took twice as
+    // long).
     auto prefetch_tiles = [&](int32_t block, int64_t g) {
       const uint8_t* kt = cache.k_tile(layer, block, g);
       const uint8_t* vt = cache.v_tile(layer, block, g);
@@ -165,55 +191,74 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
         prefetch_l1(vt + off);
       }
     };
-    // Items are ordered KV head first, then token, then slice, and dealt round-robin:
+    // Items are ordered KV head first, then group, then slice, and dealt round-robin:
     // causal prefill makes later tokens dearer and sparse attention makes full heads
     // dearer, so contiguous ranges would be uneven; consecutive items of a thread share
     // a KV head, so its tiles stay in cache.
     for (int64_t item = tid; item < n_items; item += nt) {
       const int64_t pair = item / n_split, slice = item % n_split;
-      const int64_t t = pair % n_tokens;
-      const int64_t g = pair / n_tokens;
-      r0 = n_rep * slice / n_split;
-      r1 = n_rep * (slice + 1) / n_split;
-      const auto& seq = batch.seqs[static_cast<size_t>(batch.seq_index[static_cast<size_t>(t)])];
-      const int64_t pos = batch.positions[static_cast<size_t>(t)];
-      const int64_t n_ctx = pos + 1;  // causal
-      const float* qg = q + t * q_row + g * n_rep * hd;
-      std::fill(acc, acc + n_rep * hd, 0.0f);
-      std::fill(mx, mx + n_rep, -std::numeric_limits<float>::infinity());
-      std::fill(sum, sum + n_rep, 0.0f);
+      const int64_t grp = pair % n_groups;
+      const int64_t g = pair / n_groups;
+      const int64_t r0 = n_rep * slice / n_split, r1 = n_rep * (slice + 1) / n_split;
+      nr = r1 - r0;
+      const int64_t t0 = groups[static_cast<size_t>(grp)], t1 = groups[static_cast<size_t>(grp) + 1];
+      const int64_t n_group = t1 - t0;
+      const auto& seq = batch.seqs[static_cast<size_t>(batch.seq_index[static_cast<size_t>(t0)])];
+      for (int64_t i = 0; i < n_group; ++i) {
+        std::memcpy(qbuf + i * nr * hd, q + (t0 + i) * q_row + (g * n_rep + r0) * hd,
+                    static_cast<size_t>(nr * hd) * sizeof(float));
+      }
+      std::fill(acc, acc + n_group * nr * hd, 0.0f);
+      std::fill(mx, mx + n_group * nr, -std::numeric_limits<float>::infinity());
+      std::fill(sum, sum + n_group * nr, 0.0f);
+      const int64_t pos0 = batch.positions[static_cast<size_t>(t0)];
       if (!cache.streaming(layer, g)) {
-        const int64_t n_blocks = (n_ctx + bs - 1) / bs;
-        for (int64_t bi = 0; bi < n_blocks; ++bi) {
-          if (bi + 1 < n_blocks) prefetch_tiles(seq.block_table[static_cast<size_t>(bi + 1)], g);
-          fold(qg, seq.block_table, g, bi, bi * bs, std::min(n_ctx, (bi + 1) * bs));
+        // Blocks every token of the group sees whole are folded for all of them at once;
+        // the rest token by token, each up to its own position (causal).
+        const int64_t shared_blocks = (pos0 + 1) / bs;
+        for (int64_t bi = 0; bi < shared_blocks; ++bi) {
+          prefetch_tiles(seq.block_table[static_cast<size_t>(bi + 1 < shared_blocks ? bi + 1 : bi)], g);
+          fold(seq.block_table, g, bi, bi * bs, (bi + 1) * bs, 0, n_group);
+        }
+        for (int64_t i = 0; i < n_group; ++i) {
+          const int64_t n_ctx = pos0 + i + 1;
+          const int64_t n_blocks = (n_ctx + bs - 1) / bs;
+          for (int64_t bi = shared_blocks; bi < n_blocks; ++bi) {
+            fold(seq.block_table, g, bi, bi * bs, std::min(n_ctx, (bi + 1) * bs), i, i + 1);
+          }
         }
       } else {
         // Keys [0, sink_end) and [window_begin, pos], block by block in position order.
         // A block's keys from both ranges form one segment when the ranges touch, so
         // with the window reaching back to the sinks this is exactly the full loop.
-        const StreamingRange r = streaming_range(pos, cfg.modes.sink, cfg.modes.window);
-        const int64_t n_blocks = (n_ctx + bs - 1) / bs;
-        for (int64_t bi = 0; bi < n_blocks; ++bi) {
-          const int64_t b0 = bi * bs, b1 = std::min(n_ctx, b0 + bs);
-          if (b1 <= r.window_begin && b0 >= r.sink_end) {
-            bi = r.window_begin / bs - 1;  // jump to the window's first block
-            continue;
-          }
-          const int64_t s1 = std::min(b1, r.sink_end);         // sink part: [b0, s1)
-          const int64_t w0 = std::max(b0, r.window_begin);     // window part: [w0, b1)
-          if (s1 > b0 && w0 <= s1) {
-            fold(qg, seq.stream_table, g, bi, b0, b1);
-          } else {
-            if (s1 > b0) fold(qg, seq.stream_table, g, bi, b0, s1);
-            if (w0 < b1) fold(qg, seq.stream_table, g, bi, w0, b1);
+        for (int64_t i = 0; i < n_group; ++i) {
+          const int64_t pos = pos0 + i, n_ctx = pos + 1;
+          const StreamingRange r = streaming_range(pos, cfg.modes.sink, cfg.modes.window);
+          const int64_t n_blocks = (n_ctx + bs - 1) / bs;
+          for (int64_t bi = 0; bi < n_blocks; ++bi) {
+            const int64_t b0 = bi * bs, b1 = std::min(n_ctx, b0 + bs);
+            if (b1 <= r.window_begin && b0 >= r.sink_end) {
+              bi = r.window_begin / bs - 1;  // jump to the window's first block
+              continue;
+            }
+            const int64_t s1 = std::min(b1, r.sink_end);      // sink part: [b0, s1)
+            const int64_t w0 = std::max(b0, r.window_begin);  // window part: [w0, b1)
+            if (s1 > b0 && w0 <= s1) {
+              fold(seq.stream_table, g, bi, b0, b1, i, i + 1);
+            } else {
+              if (s1 > b0) fold(seq.stream_table, g, bi, b0, s1, i, i + 1);
+              if (w0 < b1) fold(seq.stream_table, g, bi, w0, b1, i, i + 1);
+            }
           }
         }
       }
-      for (int64_t r = r0; r < r1; ++r) {
-        float* o = out + t * q_row + (g * n_rep + r) * hd;
-        const float inv = 1.0f / sum[r];
-        for (int64_t d = 0; d < hd; ++d) o[d] = acc[r * hd + d] * inv;
+      for (int64_t i = 0; i < n_group; ++i) {
+        for (int64_t r = 0; r < nr; ++r) {
+          float* o = out + (t0 + i) * q_row + (g * n_rep + r0 + r) * hd;
+          const int64_t row = i * nr + r;
+          const float inv = 1.0f / sum[row];
+          for (int64_t d = 0; d < hd; ++d) o[d] = acc[row * hd + d] * inv;
+        }
       }
     }
   });

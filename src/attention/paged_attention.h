@@ -25,9 +25,13 @@ class AttentionScratch {
  public:
   void reserve(int n_threads, const AttentionShape& shape, int64_t block_size);
   float* thread_buffer(int tid) { return buffer_.data() + static_cast<size_t>(tid) * per_thread_; }
+  // The first batch token of each query group of a call (reused, so it allocates only
+  // until it has grown to the largest batch).
+  std::vector<int32_t>& group_starts() { return group_starts_; }
 
  private:
   std::vector<float> buffer_;
+  std::vector<int32_t> group_starts_;
   size_t per_thread_ = 0;
 };
 
