@@ -17,7 +17,9 @@ namespace strata::tools {
 struct EngineFlags {
   std::string model_path;
   int threads = 0;  // 0 = physical cores
-  std::string kv_type = "f32";
+  // f16 by default, as llama.cpp does: half the KV memory and bandwidth; long-context
+  // decode is bound by reading it (docs/BENCHMARKS.md). f32 remains for exact comparisons.
+  std::string kv_type = "f16";
   int64_t ctx = 0;  // 0 = model's context length
   int64_t batch = 512;
   std::string trace;  // --trace FILE.json; empty = off
