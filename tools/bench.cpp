@@ -168,7 +168,7 @@ class BenchRunner {
 
 void bench_model(const BenchModelFlags& f) {
   const TraceFile trace(f.engine.trace);
-  auto model = Model::load(f.engine.model_path);
+  auto model = Model::load(f.engine.model_path, f.engine.weight_memory());
   model->set_tracer(trace.get());
   const int threads = f.engine.thread_count();
   ThreadPool pool(threads);
@@ -289,7 +289,7 @@ void bench_roofline(int threads_flag, double gib, const std::string& model_path)
                 r.int8_instruction);
   }
   if (!model_path.empty()) {
-    auto model = Model::load(model_path);
+    auto model = Model::load(model_path, Model::WeightMemory::mmap);  // sizes only
     const double bytes = static_cast<double>(model->weight_bytes_per_token());
     double params = 0;
     for (const auto& t : model->file().tensors()) {

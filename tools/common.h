@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kv/head_modes.h"
+#include "model/model.h"
 #include "trace/tracer.h"
 
 namespace strata::tools {
@@ -24,12 +25,16 @@ struct EngineFlags {
   int64_t batch = 512;
   std::string trace;  // --trace FILE.json; empty = off
   HeadMapOptions sparse;  // sparse attention (--sparse-heads, --retrieval-ratio, --sink, --window)
+  bool mmap = false;      // --mmap: use the weights in place from a file mapping
 
   // `chunk_flag`: the serving commands take --prefill-chunk from ServingFlags instead.
   void add(CLI::App& cmd, bool chunk_flag = true) {
     cmd.add_option("-m,--model", model_path, "model GGUF file")->required();
     cmd.add_option("-t,--threads", threads, "compute threads (default: physical cores)");
     cmd.add_option("--kv-type", kv_type, "KV cache element type: f32 or f16")->capture_default_str();
+    cmd.add_flag("--mmap", mmap,
+                 "map the model file instead of reading it into huge-page memory "
+                 "(less resident memory, slower decode)");
     cmd.add_option("-c,--ctx", ctx, "context length (default: the model's)");
     if (chunk_flag) {
       cmd.add_option("--prefill-chunk", batch, "maximum prompt tokens per forward pass")
@@ -51,6 +56,9 @@ struct EngineFlags {
 
   int thread_count() const { return threads > 0 ? threads : ThreadPool::default_threads(); }
 
+  Model::WeightMemory weight_memory() const {
+    return mmap ? Model::WeightMemory::mmap : Model::WeightMemory::huge_pages;
+  }
   DType kv_dtype() const {
     const auto t = dtype_from_name(kv_type);
     if (!t || (*t != DType::F32 && *t != DType::F16)) {

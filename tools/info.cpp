@@ -21,7 +21,7 @@ void register_info(CLI::App& app) {
   cmd->add_option("--sink", sparse->sink, "streaming heads: first tokens kept");
   cmd->add_option("--window", sparse->window, "streaming heads: last tokens kept");
   cmd->callback([path, sparse] {
-    auto model = Model::load(*path);
+    auto model = Model::load(*path, Model::WeightMemory::mmap);
     const auto& c = model->config();
     const auto& f = model->file();
     std::map<std::string, std::pair<int, uint64_t>> by_type;  // type -> (tensors, bytes)

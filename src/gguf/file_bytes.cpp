@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <system_error>
 #include <utility>
 
@@ -27,35 +26,41 @@ struct FdGuard {
   }
 };
 
-}  // namespace
-
-FileBytes FileBytes::map(const std::string& path) {
-  FdGuard guard{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+// Opens `path` as a non-empty regular file; returns its length.
+size_t open_regular(const std::string& path, FdGuard& guard) {
+  guard.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (guard.fd < 0) throw Error(path + ": cannot open: " + errno_text(errno));
   struct stat st {};
   if (::fstat(guard.fd, &st) != 0) throw Error(path + ": cannot stat: " + errno_text(errno));
   if (!S_ISREG(st.st_mode)) throw Error(path + ": not a regular file");
   if (st.st_size <= 0) throw Error(path + ": magic at offset 0: the file is empty");
-  const auto len = static_cast<size_t>(st.st_size);
-  if (std::getenv("STRATA_EXP_COPY")) {
-    const size_t huge = size_t{2} << 20;
-    const size_t alen = (len + huge - 1) / huge * huge;
-    void* mem = ::mmap(nullptr, alen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) throw Error("mmap anon");
-    if (std::atoi(std::getenv("STRATA_EXP_COPY")) == 2) ::madvise(mem, alen, MADV_HUGEPAGE);
-    size_t done = 0;
-    while (done < len) {
-      const ssize_t n = ::pread(guard.fd, static_cast<uint8_t*>(mem) + done, len - done, static_cast<off_t>(done));
-      if (n <= 0) throw Error("read");
-      done += static_cast<size_t>(n);
+  return static_cast<size_t>(st.st_size);
+}
+
+}  // namespace
+
+FileBytes FileBytes::read_into_huge_pages(const std::string& path) {
+  FdGuard guard{-1};
+  const size_t len = open_regular(path, guard);
+  FileBytes out;
+  out.huge_ = HugePageBuffer(len);
+  for (size_t done = 0; done < len;) {
+    const ssize_t n = ::pread(guard.fd, out.huge_.data() + done, len - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      throw Error(path + ": read failed at offset " + std::to_string(done) + ": " +
+                  (n < 0 ? errno_text(errno) : std::string("the file shrank")));
     }
-    FileBytes out;
-    out.map_addr_ = mem;
-    out.map_len_ = alen;
-    out.data_ = static_cast<const uint8_t*>(mem);
-    out.size_ = len;
-    return out;
+    done += static_cast<size_t>(n);
   }
+  out.data_ = out.huge_.data();
+  out.size_ = len;
+  return out;
+}
+
+FileBytes FileBytes::map(const std::string& path) {
+  FdGuard guard{-1};
+  const size_t len = open_regular(path, guard);
   // MAP_PRIVATE + PROT_READ: the weights are used in place and never written through.
   void* addr = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, guard.fd, 0);
   if (addr == MAP_FAILED) throw Error(path + ": cannot mmap: " + errno_text(errno));
@@ -79,6 +84,7 @@ FileBytes::FileBytes(FileBytes&& other) noexcept
     : map_addr_(std::exchange(other.map_addr_, nullptr)),
       map_len_(std::exchange(other.map_len_, 0)),
       owned_(std::move(other.owned_)),
+      huge_(std::move(other.huge_)),
       data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)) {}
 
@@ -88,6 +94,7 @@ FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
     map_addr_ = std::exchange(other.map_addr_, nullptr);
     map_len_ = std::exchange(other.map_len_, 0);
     owned_ = std::move(other.owned_);
+    huge_ = std::move(other.huge_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
   }
@@ -103,6 +110,7 @@ void FileBytes::release() noexcept {
   map_addr_ = nullptr;
   map_len_ = 0;
   std::vector<uint8_t>().swap(owned_);
+  huge_ = HugePageBuffer();
   data_ = nullptr;
   size_ = 0;
 }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/huge_buffer.h"
+
 namespace strata::gguf {
 
 class FileBytes {
@@ -16,6 +18,10 @@ class FileBytes {
   // Maps `path` read-only. Throws strata::Error naming the path when it cannot be opened,
   // is not a regular file, is empty or cannot be mapped.
   static FileBytes map(const std::string& path);
+  // Reads `path` into anonymous memory on transparent huge pages (core/huge_buffer.h):
+  // decode reads every weight once per token, and from a 4 KiB-page file mapping it ran
+  // slower (docs/BENCHMARKS.md). Same errors as map(), plus read failures.
+  static FileBytes read_into_huge_pages(const std::string& path);
   static FileBytes own(std::vector<uint8_t> bytes);
 
   FileBytes(FileBytes&& other) noexcept;
@@ -33,6 +39,7 @@ class FileBytes {
   void* map_addr_ = nullptr;  // non-null only for a mapping
   size_t map_len_ = 0;
   std::vector<uint8_t> owned_;
+  HugePageBuffer huge_;
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
 };

@@ -50,6 +50,8 @@ struct TensorInfo {
 class GgufFile {
  public:
   static GgufFile open(const std::string& path);  // mmap, read-only
+  // The whole file read into huge-page memory (FileBytes::read_into_huge_pages).
+  static GgufFile read(const std::string& path);
   static GgufFile from_buffer(std::vector<uint8_t> bytes, std::string name);
 
   GgufFile(GgufFile&&) noexcept;

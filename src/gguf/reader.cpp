@@ -446,6 +446,12 @@ GgufFile GgufFile::open(const std::string& path) {
   return file;
 }
 
+GgufFile GgufFile::read(const std::string& path) {
+  GgufFile file(FileBytes::read_into_huge_pages(path), path);
+  detail::Parser(file).run();
+  return file;
+}
+
 GgufFile GgufFile::from_buffer(std::vector<uint8_t> bytes, std::string name) {
   GgufFile file(FileBytes::own(std::move(bytes)), std::move(name));
   detail::Parser(file).run();

@@ -10,8 +10,8 @@
 
 namespace strata {
 
-std::unique_ptr<Model> Model::load(const std::string& path) {
-  return from_file(gguf::GgufFile::open(path));
+std::unique_ptr<Model> Model::load(const std::string& path, WeightMemory memory) {
+  return from_file(memory == WeightMemory::mmap ? gguf::GgufFile::open(path) : gguf::GgufFile::read(path));
 }
 
 std::unique_ptr<Model> Model::from_file(gguf::GgufFile file) {

@@ -22,7 +22,11 @@ namespace strata {
 class Model {
  public:
   // Maps the file, reads the config and binds the weights (throws strata::Error).
-  static std::unique_ptr<Model> load(const std::string& path);
+  // How the weights are held: read into memory on transparent huge pages (the default:
+  // faster decode), or used in place from a read-only mapping of the file (`--mmap`: less
+  // resident memory, pages shared with other processes and the page cache).
+  enum class WeightMemory { huge_pages, mmap };
+  static std::unique_ptr<Model> load(const std::string& path, WeightMemory memory = WeightMemory::huge_pages);
   static std::unique_ptr<Model> from_file(gguf::GgufFile file);
 
   const ModelConfig& config() const { return config_; }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "model/model.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
 #include "strata/engine.h"
@@ -16,6 +17,7 @@ namespace strata::server {
 
 struct ServeOptions {
   std::string model_path;
+  strata::Model::WeightMemory weight_memory = strata::Model::WeightMemory::huge_pages;
   int compute_threads = 1;
   EngineConfig engine;  // eog_tokens are filled in from the model's tokenizer
   HttpServerConfig http;

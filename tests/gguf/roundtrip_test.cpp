@@ -139,7 +139,24 @@ TEST_P(RoundTrip, FileOnDisk) {
     EXPECT_EQ(f.file_size(), std::filesystem::file_size(path));
     expect_matches_specs(f, alignment);
   }
+  {  // read into huge-page memory instead of mapped: the same file
+    const GgufFile f = GgufFile::read(path);
+    EXPECT_EQ(f.file_size(), std::filesystem::file_size(path));
+    expect_matches_specs(f, alignment);
+  }
   std::filesystem::remove(path);
+}
+
+TEST(RoundTrip, ReadRejectsWhatOpenRejects) {
+  const std::string dir = ::testing::TempDir();
+  EXPECT_THROW(GgufFile::read(dir + "strata_gguf_missing.gguf"), Error);
+  EXPECT_THROW(GgufFile::read(dir), Error);  // a directory
+  const std::string empty = dir + "strata_gguf_empty.gguf";
+  std::FILE* fp = std::fopen(empty.c_str(), "wb");
+  ASSERT_NE(fp, nullptr);
+  std::fclose(fp);
+  EXPECT_THROW(GgufFile::read(empty), Error);
+  std::filesystem::remove(empty);
 }
 
 INSTANTIATE_TEST_SUITE_P(Alignments, RoundTrip, ::testing::Values(32u, 64u, 8u, 4096u));
