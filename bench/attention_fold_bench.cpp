@@ -54,7 +54,6 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
       std::fill(sum.begin(), sum.end(), 0.0f);
       std::fill(acc.begin(), acc.end(), 0.0f);
     }
-    const int64_t next = (b + 1) % blocks;
     const int64_t next = (b + 1) % blocks;  // 2 or 4 tiles ahead measured no better
     for (size_t off = 0; off < tile_bytes; off += 64) {
       strata::prefetch_l1(k.data() + static_cast<size_t>(next) * tile_bytes + off);
