@@ -74,29 +74,13 @@ std::vector<uint8_t> random_weights(DType t, int64_t rows, int64_t cols) {
   return w;
 }
 
-void bm_matmul(benchmark::State& state, DType t, int64_t rows, int64_t cols, int64_t tokens) {
-  const std::vector<uint8_t> w = random_weights(t, rows, cols);
-  std::vector<float> x(static_cast<size_t>(tokens * cols));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;
-  std::vector<float> y(static_cast<size_t>(tokens * rows));
-  std::vector<uint8_t> scratch;
-  for (auto _ : state) {
-    strata::kernels::matmul(t, w.data(), rows, cols, x.data(), tokens, y.data(), *g_pool, scratch);
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
-  state.counters["weights"] = benchmark::Counter(static_cast<double>(w.size()),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["flops"] = benchmark::Counter(2.0 * static_cast<double>(rows * cols * tokens),
-                                               benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// Decode as a model sees it: the weights come from DRAM, not from cache. Cycles through
-// enough distinct copies of the matrix (>= 512 MiB in all) that none is cached when it is
-// used again; `weights` is then the GB/s a GEMV streams from memory.
-void bm_matmul_dram(benchmark::State& state, DType t, int64_t rows, int64_t cols, int64_t tokens) {
+// `from_dram` runs decode as a model sees it: the weights come from DRAM, not from cache.
+// It cycles through enough distinct copies of the matrix (>= 512 MiB in all) that none is
+// cached when it is used again; `weights` is then the GB/s a GEMV streams from memory.
+void bm_matmul(benchmark::State& state, DType t, int64_t rows, int64_t cols, int64_t tokens,
+               bool from_dram) {
   const std::vector<uint8_t> one = random_weights(t, rows, cols);
-  const size_t copies = (size_t{512} << 20) / one.size() + 1;
+  const size_t copies = from_dram ? (size_t{512} << 20) / one.size() + 1 : 1;
   std::vector<uint8_t> w(one.size() * copies);
   for (size_t c = 0; c < copies; ++c) std::memcpy(w.data() + c * one.size(), one.data(), one.size());
   std::vector<float> x(static_cast<size_t>(tokens * cols));
@@ -147,7 +131,7 @@ int main(int argc, char** argv) {
                                  std::to_string(shape[0]) + "x" + std::to_string(shape[1]) +
                                  "/tokens:" + std::to_string(tokens) +
                                  "/threads:" + std::to_string(threads);
-        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, shape[0], shape[1], tokens)
+        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, shape[0], shape[1], tokens, false)
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }
@@ -158,7 +142,7 @@ int main(int argc, char** argv) {
       const std::string name = "matmul_dram/" + std::string(strata::dtype_name(t)) + "/" +
                                std::to_string(shape[0]) + "x" + std::to_string(shape[1]) +
                                "/tokens:1/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), bm_matmul_dram, t, shape[0], shape[1], 1)
+      benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, shape[0], shape[1], 1, true)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }

@@ -2,8 +2,8 @@
 // (Avx2Vec in tile_kernels_avx2.cpp, Avx512Vec in tile_kernels_avx512.cpp) and included
 // only by those files. V provides W lanes of float with masked loads/stores, loads of
 // float or half tile elements (load_elems: lanes past n_valid read as 0 and are never
-// touched in memory), fma, max, fixed-order horizontal max/sum and exp_clamped (a vector
-// expf).
+// touched in memory), fma, max, fixed-order horizontal max/sum, rounding to the nearest
+// integer and times_pow2 (y * 2^n for integral n) for exp_clamped below.
 //
 // Per query row the arithmetic is the reference's: scores as two fma chains over d (even
 // and odd d) with one lane per key, then the online-softmax update, then acc * c plus p_j
@@ -17,6 +17,25 @@
 #include "attention/tile_kernels.h"
 
 namespace strata::attention::simd {
+
+// expf for x <= 0, x clamped at -80 (as the reference's exp_clamped): x = n ln2 + r with
+// |r| <= ln2/2 (ln2 in two parts), exp(r) by Cephes' degree-6 polynomial (about 1 ulp),
+// times 2^n (n >= -116, so the result stays a normal float).
+template <class V>
+inline typename V::F exp_clamped(typename V::F x) {
+  x = V::max(x, V::set1(-80.0f));
+  const auto n = V::round_nearest(V::mul(x, V::set1(1.44269504088896341f)));
+  auto r = V::fma(n, V::set1(-0.693359375f), x);
+  r = V::fma(n, V::set1(2.12194440e-4f), r);
+  auto p = V::set1(1.9875691500e-4f);
+  p = V::fma(p, r, V::set1(1.3981999507e-3f));
+  p = V::fma(p, r, V::set1(8.3334519073e-3f));
+  p = V::fma(p, r, V::set1(4.1665795894e-2f));
+  p = V::fma(p, r, V::set1(1.6666665459e-1f));
+  p = V::fma(p, r, V::set1(5.0000001201e-1f));
+  const auto y = V::add(V::fma(p, V::mul(r, r), r), V::set1(1.0f));
+  return V::times_pow2(y, n);
+}
 
 // Scores of R query rows against keys [c, c + W) of the tile (lanes past the tile's end
 // masked off), scaled, stored to p rows (stride ldp) at column c.
@@ -112,12 +131,12 @@ void fold_elems(const FoldTile& f) {
     auto vmax = V::set1(f.max[r]);
     for (int64_t c = 0; c < n; c += V::W) vmax = V::max(vmax, V::load_or_neg_inf(p + c, V::first(n - c)));
     const float m = V::reduce_max(vmax);
-    const float cr = V::first_lane(V::exp_clamped(V::set1(f.max[r] - m)));
+    const float cr = V::first_lane(exp_clamped<V>(V::set1(f.max[r] - m)));
     auto vsum = V::zero();
     const auto vm = V::set1(m);
     for (int64_t c = 0; c < n; c += V::W) {
       const auto mask = V::first(n - c);
-      const auto e = V::zero_outside(V::exp_clamped(V::sub(V::load(p + c), vm)), mask);
+      const auto e = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c), vm)), mask);
       V::store(p + c, e);
       vsum = V::add(vsum, e);
     }

@@ -1,7 +1,6 @@
 #include "attention/paged_attention.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -10,7 +9,6 @@
 #include "core/fp16.h"
 #include "core/prefetch.h"
 #include "attention/tile_kernels.h"
-#include "kernels/quant/traits.h"
 
 namespace strata {
 namespace {
@@ -216,8 +214,9 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
         // Blocks every token of the group sees whole are folded for all of them at once;
         // the rest token by token, each up to its own position (causal).
         const int64_t shared_blocks = (pos0 + 1) / bs;
+        const int64_t group_blocks = (pos0 + n_group + bs - 1) / bs;  // the last token's
         for (int64_t bi = 0; bi < shared_blocks; ++bi) {
-          prefetch_tiles(seq.block_table[static_cast<size_t>(bi + 1 < shared_blocks ? bi + 1 : bi)], g);
+          if (bi + 1 < group_blocks) prefetch_tiles(seq.block_table[static_cast<size_t>(bi + 1)], g);
           fold(seq.block_table, g, bi, bi * bs, (bi + 1) * bs, 0, n_group);
         }
         for (int64_t i = 0; i < n_group; ++i) {

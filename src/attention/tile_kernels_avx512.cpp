@@ -39,22 +39,8 @@ struct Avx512Vec {
   static float first_lane(F x) { return _mm512_cvtss_f32(x); }
   static float reduce_max(F v) { return _mm512_reduce_max_ps(v); }
   static float reduce_add(F v) { return _mm512_reduce_add_ps(v); }
-  // The AVX2 version's expf (tile_kernels_avx2.cpp) with vscalefps for the 2^n.
-  static F exp_clamped(F x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-80.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(y, n);
-  }
+  static F round_nearest(F x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static F times_pow2(F y, F n) { return _mm512_scalef_ps(y, n); }
 };
 
 }  // namespace

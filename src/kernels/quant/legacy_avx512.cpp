@@ -181,8 +181,8 @@ bool gemv_rows(int64_t nb, const uint8_t* w, int64_t w_stride, int64_t nr, const
   return true;
 }
 
-// All rows for T tokens, kRows at a time (4: four independent fma chains and enough work
-// per activation load even for a GEMV), the remainder one row at a time.
+// All rows for T tokens: 4-row tiles for several tokens (each weight pair unpacked once for
+// 4 x T outputs), single rows for one token (see gemv_rows on why).
 template <class W, int T>
 void gemm_rows(int64_t nb, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a,
                int64_t a_stride, float* y, int64_t ldy) {
@@ -211,9 +211,7 @@ void gemm_blocks(int64_t n, const void* w, int64_t w_stride, int64_t nr, const v
     case 3: gemm_rows<W, 3>(nb, wp, w_stride, nr, at, a_stride, yt, ldy); break;
     case 2: gemm_rows<W, 2>(nb, wp, w_stride, nr, at, a_stride, yt, ldy); break;
     case 1:
-      if (nt > 1 || !gemv_rows<W>(nb, wp, w_stride, nr, at, yt)) {
-        gemm_rows<W, 1>(nb, wp, w_stride, nr, at, a_stride, yt, ldy);
-      }
+      if (!gemv_rows<W>(nb, wp, w_stride, nr, at, yt)) gemm_rows<W, 1>(nb, wp, w_stride, nr, at, a_stride, yt, ldy);
       break;
     default: break;
   }
