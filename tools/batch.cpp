@@ -62,7 +62,7 @@ OfflineRequest parse_request(const nlohmann::json& j, size_t line, const Tokeniz
 }
 
 void run_batch(const BatchFlags& f) {
-  auto model = Model::load(f.engine.model_path, f.engine.weight_memory());
+  auto model = Model::load(f.engine.model_path, f.engine.load_options());
   const Tokenizer tok = Tokenizer::from_gguf(model->file());
   ThreadPool pool(f.engine.thread_count());
   Engine engine(*model, pool, f.serving.config(f.engine.kv_dtype(), eog_tokens(tok), f.engine.sparse));

@@ -178,7 +178,7 @@ class BenchRunner {
 
 void bench_model(const BenchModelFlags& f) {
   const TraceFile trace(f.engine.trace);
-  auto model = Model::load(f.engine.model_path, f.engine.weight_memory());
+  auto model = Model::load(f.engine.model_path, f.engine.load_options());
   model->set_tracer(trace.get());
   const int threads = f.engine.thread_count();
   ThreadPool pool(threads);

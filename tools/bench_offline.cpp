@@ -158,7 +158,7 @@ void chunked(Model& model, ThreadPool& pool, const OfflineBenchFlags& f, int64_t
 
 void run_offline_bench(const OfflineBenchFlags& f) {
   const TraceFile trace(f.engine.trace);
-  auto model = Model::load(f.engine.model_path, f.engine.weight_memory());
+  auto model = Model::load(f.engine.model_path, f.engine.load_options());
   model->set_tracer(trace.get());
   ThreadPool pool(f.engine.thread_count());
   if (f.scenario == "throughput") {

@@ -26,6 +26,7 @@ struct EngineFlags {
   std::string trace;  // --trace FILE.json; empty = off
   HeadMapOptions sparse;  // sparse attention (--sparse-heads, --retrieval-ratio, --sink, --window)
   bool mmap = false;      // --mmap: use the weights in place from a file mapping
+  bool no_repack = false;  // --no-repack: keep Q4_0 weights in the file's layout
 
   // `chunk_flag`: the serving commands take --prefill-chunk from ServingFlags instead.
   void add(CLI::App& cmd, bool chunk_flag = true) {
@@ -35,6 +36,9 @@ struct EngineFlags {
     cmd.add_flag("--mmap", mmap,
                  "map the model file instead of reading it into huge-page memory "
                  "(less resident memory, slower decode)");
+    cmd.add_flag("--no-repack", no_repack,
+                 "keep weights in the file's block layout instead of repacking Q4_0 for the "
+                 "AVX-512 kernels at load (slower decode; same results up to float rounding)");
     cmd.add_option("-c,--ctx", ctx, "context length (default: the model's)");
     if (chunk_flag) {
       cmd.add_option("--prefill-chunk", batch, "maximum prompt tokens per forward pass")
@@ -56,8 +60,11 @@ struct EngineFlags {
 
   int thread_count() const { return threads > 0 ? threads : ThreadPool::default_threads(); }
 
-  Model::WeightMemory weight_memory() const {
-    return mmap ? Model::WeightMemory::mmap : Model::WeightMemory::huge_pages;
+  Model::LoadOptions load_options() const {
+    Model::LoadOptions o;
+    o.memory = mmap ? Model::WeightMemory::mmap : Model::WeightMemory::huge_pages;
+    o.repack_weights = !no_repack;
+    return o;
   }
   DType kv_dtype() const {
     const auto t = dtype_from_name(kv_type);

@@ -49,7 +49,7 @@ void eval_needle(const NeedleFlags& f) {
   if (f.ctxs.empty() || f.depths.empty()) throw Error("--ctx and --depths need at least one value");
   if (f.trials <= 0) throw Error("--trials must be positive");
   if (f.format != "md" && f.format != "json") throw Error("-o: expected md or json");
-  auto model = Model::load(f.engine.model_path, f.engine.weight_memory());
+  auto model = Model::load(f.engine.model_path, f.engine.load_options());
   const NeedleTask task = needle_task_from_model(*model);
   for (int64_t c : f.ctxs) {
     if (c > model->config().context_length) {

@@ -37,7 +37,7 @@ void heads_score(HeadsScoreFlags f) {
   if (!f.engine.sparse.map_path.empty() || f.engine.sparse.retrieval_ratio >= 0) {
     throw Error("heads score: --sparse-heads/--retrieval-ratio do not apply (it scores one head at a time)");
   }
-  auto model = Model::load(f.engine.model_path, f.engine.weight_memory());
+  auto model = Model::load(f.engine.model_path, f.engine.load_options());
   ThreadPool pool(f.engine.thread_count());
   std::vector<CalibrationSample> samples;
   if (!f.calib.empty()) {

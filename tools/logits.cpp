@@ -41,7 +41,7 @@ void register_logits(CLI::App& app) {
       ids.push_back(static_cast<int32_t>(v));
     }
     if (ids.empty()) throw Error("--tokens: no ids");
-    auto model = Model::load(f->engine.model_path, f->engine.weight_memory());
+    auto model = Model::load(f->engine.model_path, f->engine.load_options());
     ThreadPool pool(f->engine.thread_count());
     SequenceRunnerOptions ro;
     ro.context_length = f->engine.ctx;

@@ -30,7 +30,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 void run(const RunFlags& f) {
   const TraceFile trace(f.engine.trace);
-  auto model = Model::load(f.engine.model_path, f.engine.weight_memory());
+  auto model = Model::load(f.engine.model_path, f.engine.load_options());
   model->set_tracer(trace.get());
   const Tokenizer tok = Tokenizer::from_gguf(model->file());
   ThreadPool pool(f.engine.thread_count());

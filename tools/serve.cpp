@@ -45,7 +45,7 @@ void serve(const ServeFlags& f) {
   const TraceFile trace(f.engine.trace);
   server::ServeOptions o;
   o.model_path = f.engine.model_path;
-  o.weight_memory = f.engine.weight_memory();
+  o.load = f.engine.load_options();
   o.compute_threads = f.engine.thread_count();
   o.engine = f.serving.config(f.engine.kv_dtype(), {}, f.engine.sparse);
   o.engine.tracer = trace.get();

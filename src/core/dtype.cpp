@@ -36,6 +36,12 @@ constexpr std::array<Entry, 20> kTable = {{
     {DType::BF16, {"bf16", 1, 2}},
 }};
 
+// Layouts that exist only in memory (core/dtype.h).
+constexpr std::array<Entry, 2> kInternal = {{
+    {DType::Q4_0_X16, {"q4_0_x16", 512, 16 * (2 + 16)}},
+    {DType::Q8_0_X16, {"q8_0_x16", 512, 512 + 16 * 4 + 16 * 4}},
+}};
+
 }  // namespace
 
 std::optional<DTypeInfo> dtype_info(uint32_t id) {
@@ -45,7 +51,14 @@ std::optional<DTypeInfo> dtype_info(uint32_t id) {
   return std::nullopt;
 }
 
-DTypeInfo dtype_info(DType t) { return *dtype_info(static_cast<uint32_t>(t)); }
+std::optional<DTypeInfo> find_dtype_info(DType t) {
+  for (const auto& e : kInternal) {
+    if (e.type == t) return e.info;
+  }
+  return dtype_info(static_cast<uint32_t>(t));
+}
+
+DTypeInfo dtype_info(DType t) { return *find_dtype_info(t); }
 
 std::string_view dtype_name(DType t) { return dtype_info(t).name; }
 

@@ -31,6 +31,11 @@ enum class DType : uint32_t {
   I64 = 27,
   F64 = 28,
   BF16 = 30,
+  // strata-internal layouts, never read from or written to files (dtype_info(uint32_t)
+  // and dtype_from_name do not know them): weights repacked at load for faster kernels,
+  // and the activation layout their kernels take. See kernels/quant/blocks.h.
+  Q4_0_X16 = 64,
+  Q8_0_X16 = 65,
 };
 
 struct DTypeInfo {
@@ -39,11 +44,16 @@ struct DTypeInfo {
   size_t type_size;    // bytes per block
 };
 
-// Geometry of a type id read from a file; nullopt for ids strata does not know.
+// Geometry of a type id read from a file; nullopt for ids strata does not know (and for
+// the internal layouts).
 std::optional<DTypeInfo> dtype_info(uint32_t id);
 
-// Geometry of a known type (never fails for enum values listed above).
+// Geometry of a known type, internal ones included (never fails for enum values listed above).
 DTypeInfo dtype_info(DType t);
+
+// Geometry of any type, file or internal; nullopt for a value that is neither (a DType
+// cast from an unchecked id).
+std::optional<DTypeInfo> find_dtype_info(DType t);
 
 std::string_view dtype_name(DType t);
 

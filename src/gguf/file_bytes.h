@@ -32,6 +32,12 @@ class FileBytes {
 
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
+  // The bytes for rewriting in place (a model repacking its weights at load); nullptr for a
+  // read-only file mapping.
+  uint8_t* writable_data() {
+    if (map_addr_ != nullptr) return nullptr;
+    return owned_.empty() ? huge_.data() : owned_.data();
+  }
 
  private:
   void release() noexcept;

@@ -98,6 +98,9 @@ class GgufFile {
   // Pointer into the mapping; throws when `t` does not describe bytes of this file.
   const uint8_t* tensor_data(const TensorInfo& t) const;
   std::span<const uint8_t> tensor_bytes(const TensorInfo& t) const;
+  // The tensor's bytes for rewriting in place, or nullptr when the file is a read-only
+  // mapping (open()). After a rewrite they no longer match the file on disk.
+  uint8_t* writable_tensor_data(const TensorInfo& t);
 
  private:
   friend class detail::Parser;  // reader.cpp fills in the fields below

@@ -183,4 +183,10 @@ const uint8_t* GgufFile::tensor_data(const TensorInfo& t) const {
   return tensor_bytes(t).data();
 }
 
+uint8_t* GgufFile::writable_tensor_data(const TensorInfo& t) {
+  const uint8_t* p = tensor_data(t);  // bounds check
+  uint8_t* base = bytes_.writable_data();
+  return base == nullptr ? nullptr : base + (p - bytes_.data());
+}
+
 }  // namespace strata::gguf

@@ -10,17 +10,18 @@
 
 namespace strata {
 
-std::unique_ptr<Model> Model::load(const std::string& path, WeightMemory memory) {
-  return from_file(memory == WeightMemory::mmap ? gguf::GgufFile::open(path) : gguf::GgufFile::read(path));
+std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& options) {
+  const bool mapped = options.memory == WeightMemory::mmap;
+  return from_file(mapped ? gguf::GgufFile::open(path) : gguf::GgufFile::read(path), options.repack_weights);
 }
 
-std::unique_ptr<Model> Model::from_file(gguf::GgufFile file) {
-  return std::unique_ptr<Model>(new Model(std::move(file)));
+std::unique_ptr<Model> Model::from_file(gguf::GgufFile file, bool repack_weights) {
+  return std::unique_ptr<Model>(new Model(std::move(file), repack_weights));
 }
 
-Model::Model(gguf::GgufFile file) : file_(std::move(file)) {
+Model::Model(gguf::GgufFile file, bool repack_weights) : file_(std::move(file)) {
   config_ = config_from_gguf(file_);
-  weights_ = load_weights(file_, config_);
+  weights_ = load_weights(file_, config_, repack_weights);
   const int64_t half = config_.rope_dim / 2;
   inv_freq_.resize(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {

@@ -26,8 +26,20 @@ class Model {
   // faster decode), or used in place from a read-only mapping of the file (`--mmap`: less
   // resident memory, pages shared with other processes and the page cache).
   enum class WeightMemory { huge_pages, mmap };
-  static std::unique_ptr<Model> load(const std::string& path, WeightMemory memory = WeightMemory::huge_pages);
-  static std::unique_ptr<Model> from_file(gguf::GgufFile file);
+  struct LoadOptions {
+    WeightMemory memory = WeightMemory::huge_pages;
+    // Rewrite matmul weights in place into a faster layout where this CPU has kernels for
+    // one (load_weights: Q4_0 -> Q4_0_X16 with AVX-512 VNNI). Needs owned memory, so it
+    // does nothing with WeightMemory::mmap. `--no-repack` turns it off.
+    bool repack_weights = true;
+  };
+  static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& options);
+  static std::unique_ptr<Model> load(const std::string& path, WeightMemory memory = WeightMemory::huge_pages) {
+    LoadOptions options;
+    options.memory = memory;
+    return load(path, options);
+  }
+  static std::unique_ptr<Model> from_file(gguf::GgufFile file, bool repack_weights = true);
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
@@ -52,7 +64,7 @@ class Model {
   Tracer* tracer() const { return tracer_; }
 
  private:
-  explicit Model(gguf::GgufFile file);
+  Model(gguf::GgufFile file, bool repack_weights);
   void validate(const ForwardBatch& batch, const KvCache& cache) const;
   void validate_stream_blocks(const SequenceView& seq, int64_t pos, const KvCache& cache) const;
   void reserve(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t block_size);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/quant/interleaved.h"
 #include "kernels/quant/traits.h"
 
 namespace strata {
@@ -16,7 +17,19 @@ std::string shape_str(const std::vector<int64_t>& ne) {
 
 class Binder {
  public:
-  explicit Binder(const gguf::GgufFile& f) : f_(f) {}
+  Binder(gguf::GgufFile& f, bool repack) : f_(f), repack_(repack) {}
+
+  // A matrix that matmul alone reads, so it may be repacked.
+  WeightMatrix matmul_matrix(const std::string& name, int64_t rows, int64_t cols) const {
+    WeightMatrix m = matrix(name, rows, cols);
+    const DType to = kernels::repacked_weight_type(m.type, cols);
+    if (!repack_ || to == m.type) return m;
+    uint8_t* data = f_.writable_tensor_data(f_.tensor(name));
+    if (data == nullptr) return m;
+    kernels::repack_weight_rows(m.type, to, data, rows, cols);
+    m.type = to;
+    return m;
+  }
 
   WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) const {
     const auto& t = f_.tensor(name);
@@ -46,13 +59,14 @@ class Binder {
   }
 
  private:
-  const gguf::GgufFile& f_;
+  gguf::GgufFile& f_;
+  bool repack_;
 };
 
 }  // namespace
 
-ModelWeights load_weights(const gguf::GgufFile& f, ModelConfig& c) {
-  Binder bind(f);
+ModelWeights load_weights(gguf::GgufFile& f, ModelConfig& c, bool repack) {
+  Binder bind(f, repack);
   ModelWeights w;
   const auto& embd = f.tensor("token_embd.weight");
   if (embd.ne.size() != 2 || embd.ne[0] != c.dim) {
@@ -62,7 +76,7 @@ ModelWeights load_weights(const gguf::GgufFile& f, ModelConfig& c) {
   c.n_vocab = embd.ne[1];
   w.token_embd = bind.matrix("token_embd.weight", c.n_vocab, c.dim);
   w.output_norm = bind.vector("output_norm.weight", c.dim);
-  w.output = f.find_tensor("output.weight") ? bind.matrix("output.weight", c.n_vocab, c.dim)
+  w.output = f.find_tensor("output.weight") ? bind.matmul_matrix("output.weight", c.n_vocab, c.dim)
                                             : w.token_embd;
   if (f.find_tensor("rope_freqs.weight")) {
     w.rope_freq_factors = bind.vector("rope_freqs.weight", c.rope_dim / 2);
@@ -75,10 +89,10 @@ ModelWeights load_weights(const gguf::GgufFile& f, ModelConfig& c) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& L = w.layers[static_cast<size_t>(l)];
     L.attn_norm = bind.vector(p + "attn_norm.weight", c.dim);
-    L.wq = bind.matrix(p + "attn_q.weight", q_dim, c.dim);
-    L.wk = bind.matrix(p + "attn_k.weight", kv_dim, c.dim);
-    L.wv = bind.matrix(p + "attn_v.weight", kv_dim, c.dim);
-    L.wo = bind.matrix(p + "attn_output.weight", c.dim, q_dim);
+    L.wq = bind.matmul_matrix(p + "attn_q.weight", q_dim, c.dim);
+    L.wk = bind.matmul_matrix(p + "attn_k.weight", kv_dim, c.dim);
+    L.wv = bind.matmul_matrix(p + "attn_v.weight", kv_dim, c.dim);
+    L.wo = bind.matmul_matrix(p + "attn_output.weight", c.dim, q_dim);
     if (c.qkv_bias) {
       L.bq = bind.vector(p + "attn_q.bias", q_dim);
       L.bk = bind.vector(p + "attn_k.bias", kv_dim);
@@ -89,9 +103,9 @@ ModelWeights load_weights(const gguf::GgufFile& f, ModelConfig& c) {
       L.k_norm = bind.vector(p + "attn_k_norm.weight", c.head_dim);
     }
     L.ffn_norm = bind.vector(p + "ffn_norm.weight", c.dim);
-    L.w_gate = bind.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
-    L.w_up = bind.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
-    L.w_down = bind.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
+    L.w_gate = bind.matmul_matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
+    L.w_up = bind.matmul_matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
+    L.w_down = bind.matmul_matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
   }
   return w;
 }

@@ -1,5 +1,6 @@
-// Views of a model's weights inside the mmapped GGUF file (used in place, never copied),
-// plus small f32 vectors (norm weights, biases) converted once at load.
+// Views of a model's weights inside the GGUF file's memory (used in place, never copied;
+// optionally repacked in place for faster kernels), plus small f32 vectors (norm weights,
+// biases) converted once at load.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +48,10 @@ struct ModelWeights {
 
 // Binds every tensor the config needs, checking names, shapes and types. Sets
 // config.n_vocab from the embedding.
-ModelWeights load_weights(const gguf::GgufFile& file, ModelConfig& config);
+// With `repack`, each matrix used only by matmul (not the embedding, nor an output tied to
+// it) whose type has a faster layout on this CPU (kernels::repacked_weight_type: Q4_0 ->
+// Q4_0_X16 with AVX-512 VNNI) is rewritten in place in the file's memory and bound with
+// that type. A read-only mapping (GgufFile::open) is never rewritten.
+ModelWeights load_weights(gguf::GgufFile& file, ModelConfig& config, bool repack);
 
 }  // namespace strata

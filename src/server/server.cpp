@@ -42,7 +42,7 @@ void Server::start() {
 
 void Server::load() {
   auto m = std::make_unique<Model>();
-  m->model = strata::Model::load(options_.model_path, options_.weight_memory);
+  m->model = strata::Model::load(options_.model_path, options_.load);
   const Tokenizer tok = Tokenizer::from_gguf(m->model->file());
   const std::string tmpl = m->model->file().get_string("tokenizer.chat_template", "");
   m->prompts = std::make_unique<PromptBuilder>(tok, tmpl);

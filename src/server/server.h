@@ -17,7 +17,7 @@ namespace strata::server {
 
 struct ServeOptions {
   std::string model_path;
-  strata::Model::WeightMemory weight_memory = strata::Model::WeightMemory::huge_pages;
+  strata::Model::LoadOptions load;
   int compute_threads = 1;
   EngineConfig engine;  // eog_tokens are filled in from the model's tokenizer
   HttpServerConfig http;

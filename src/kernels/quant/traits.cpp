@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "kernels/quant/blocks.h"
+#include "kernels/quant/interleaved.h"
 #include "kernels/quant/kernels_avx2.h"
 #include "kernels/quant/kernels_avx512.h"
 #include "kernels/quant/kernels_ref.h"
@@ -15,7 +16,7 @@
 namespace strata::kernels {
 namespace {
 
-constexpr size_t kMaxTypeId = 32;  // DType values are small GGUF ids
+constexpr size_t kMaxTypeId = 66;  // GGUF ids are small; the internal layouts are 64 and 65
 using Table = std::array<TypeTraits, kMaxTypeId>;
 
 size_t index_of(DType t) {
@@ -55,6 +56,8 @@ Table build_reference() {
   check_block_size(DType::Q4_K, sizeof(BlockQ4_K), kQK_K);
   check_block_size(DType::Q6_K, sizeof(BlockQ6_K), kQK_K);
   check_block_size(DType::Q8_K, sizeof(BlockQ8_K), kQK_K);
+  check_block_size(DType::Q4_0_X16, sizeof(BlockQ4_0x16), kQKX16);
+  check_block_size(DType::Q8_0_X16, sizeof(BlockQ8_0x16), kQKX16);
   Table t{};
   add(t, {DType::F32, ref::f32_to_float, ref::f32_from_float, DType::F32,
               ref::f32_vec_dot, gemm_by_vec_dot<ref::f32_vec_dot>});
@@ -71,6 +74,10 @@ Table build_reference() {
   add(t, {DType::Q6_K, ref::q6_k_to_float, ref::q6_k_from_float, DType::Q8_K,
               ref::q6_k_vec_dot, gemm_by_vec_dot<ref::q6_k_vec_dot>});
   add(t, {DType::Q8_K, ref::q8_k_to_float, ref::q8_k_from_float, DType::Q8_K, nullptr, nullptr});
+  add(t, {DType::Q4_0_X16, ref::q4_0_x16_to_float, ref::q4_0_x16_from_float, DType::Q8_0_X16,
+          ref::q4_0_x16_vec_dot, gemm_by_vec_dot<ref::q4_0_x16_vec_dot>});
+  add(t, {DType::Q8_0_X16, ref::q8_0_x16_to_float, ref::q8_0_x16_from_float, DType::Q8_0_X16,
+          nullptr, nullptr});
   return t;
 }
 
@@ -98,6 +105,7 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q4_0)].vec_dot = avx2::q4_0_vec_dot;
   t[index_of(DType::Q4_0)].gemm = avx2::q4_0_gemm;
   t[index_of(DType::Q8_K)].from_float = avx2::q8_k_from_float;
+  t[index_of(DType::Q8_0_X16)].from_float = q8_0_x16_from_float<avx2::q8_0_from_float>;
   t[index_of(DType::Q4_K)].vec_dot = avx2::q4_k_vec_dot;
   t[index_of(DType::Q4_K)].gemm = avx2::q4_k_gemm;
   t[index_of(DType::Q6_K)].vec_dot = avx2::q6_k_vec_dot;
@@ -107,6 +115,8 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q8_0)].gemm = avx512::q8_0_gemm;
   t[index_of(DType::Q4_0)].vec_dot = avx512::q4_0_vec_dot;
   t[index_of(DType::Q4_0)].gemm = avx512::q4_0_gemm;
+  t[index_of(DType::Q4_0_X16)].vec_dot = avx512::q4_0_x16_vec_dot;
+  t[index_of(DType::Q4_0_X16)].gemm = avx512::q4_0_x16_gemm;
   return t;
 }
 
@@ -118,7 +128,7 @@ bool env_flag_set(const char* name) {
 const TypeTraits& lookup(const Table& table, DType t) {
   const size_t i = index_of(t);
   if (i >= table.size() || table[i].to_float == nullptr) {
-    const auto info = dtype_info(static_cast<uint32_t>(t));
+    const auto info = find_dtype_info(t);
     throw Error("kernels: no kernels for tensor type " +
                 (info ? std::string(info->name) : "id " + std::to_string(i)));
   }
@@ -182,7 +192,7 @@ const TypeTraits& reference_type_traits(DType t) {
 }
 
 int64_t row_bytes(DType t, int64_t n, const char* what) {
-  const auto info = dtype_info(static_cast<uint32_t>(t));
+  const auto info = find_dtype_info(t);
   if (!info) throw Error(std::string("kernels: unknown tensor type id for ") + what);
   if (n < 0 || n % info->block_size != 0) {
     throw Error(std::string("kernels: ") + what + " = " + std::to_string(n) +
