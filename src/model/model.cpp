@@ -203,9 +203,10 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
                      c.rms_eps);
   }
   span.next("qkv_matmul");
-  matmul(L.wq, xb_.data(), T, q_.data(), pool);
-  matmul(L.wk, xb_.data(), T, k_.data(), pool);
-  matmul(L.wv, xb_.data(), T, v_.data(), pool);
+  const kernels::MatmulJob qkv[] = {{L.wq.type, L.wq.data, L.wq.rows, q_.data()},
+                                     {L.wk.type, L.wk.data, L.wk.rows, k_.data()},
+                                     {L.wv.type, L.wv.data, L.wv.rows, v_.data()}};
+  kernels::matmul_shared_input(qkv, c.dim, xb_.data(), T, pool, matmul_scratch_);
 
   span.next("rope");
   for (int64_t t = 0; t < T; ++t) {
@@ -252,8 +253,9 @@ void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
                      c.rms_eps);
   }
   span.next("gate_up_matmul");
-  matmul(L.w_gate, xb_.data(), T, gate_.data(), pool);
-  matmul(L.w_up, xb_.data(), T, up_.data(), pool);
+  const kernels::MatmulJob gate_up[] = {{L.w_gate.type, L.w_gate.data, L.w_gate.rows, gate_.data()},
+                                         {L.w_up.type, L.w_up.data, L.w_up.rows, up_.data()}};
+  kernels::matmul_shared_input(gate_up, c.dim, xb_.data(), T, pool, matmul_scratch_);
   span.next("swiglu");
   kernels::swiglu(gate_.data(), up_.data(), T * c.ffn_dim);
   span.next("down_matmul");

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernel_test_util.h"
+#include "kernels/quant/interleaved.h"
 #include "kernels/quant/traits.h"
 
 namespace strata::kernels {
@@ -93,6 +94,42 @@ TEST(Matmul, BatchAndThreadInvariance) {
       matmul(t, w.data(), rows, cols, x.data(), n_tokens, batch.data(), *pool, scratch);
       EXPECT_EQ(std::memcmp(batch.data() + pick * rows, single.data(), rows * sizeof(float)), 0)
           << dtype_name(t) << " with " << pool->size() << " threads";
+    }
+  }
+}
+
+// Several matrices sharing one input (one conversion per activation type, one dispatch) give
+// what separate matmul calls give, bit for bit, whatever the mix of types and thread count.
+TEST(Matmul, SharedInputMatchesSeparateCalls) {
+  const int64_t cols = 1024;
+  Rng rng(77);
+  struct Matrix {
+    DType type;
+    int64_t rows;
+    std::vector<uint8_t> w;
+  };
+  std::vector<Matrix> ms = {{DType::Q4_0, 37, {}}, {DType::Q8_0, 6, {}}, {DType::F16, 9, {}}, {DType::Q4_0, 16, {}}};
+  for (auto& m : ms) m.w = test::random_weights(m.type, m.rows, cols, rng);
+  // The last one in the layout a model repacks Q4_0 into on AVX-512 machines.
+  ms[3].type = repacked_weight_type(DType::Q4_0, cols);
+  if (ms[3].type != DType::Q4_0) repack_weight_rows(DType::Q4_0, ms[3].type, ms[3].w.data(), ms[3].rows, cols);
+  ThreadPool one(1), two(2), three(3);
+  for (const int64_t n_tokens : {1, 5}) {
+    const std::vector<float> x = test::normal_floats(rng, n_tokens * cols);
+    for (ThreadPool* pool : {&one, &two, &three}) {
+      std::vector<uint8_t> scratch;
+      std::vector<std::vector<float>> separate, shared;
+      std::vector<MatmulJob> jobs;
+      for (auto& m : ms) {
+        separate.emplace_back(static_cast<size_t>(m.rows * n_tokens));
+        shared.emplace_back(static_cast<size_t>(m.rows * n_tokens), -1.0f);
+        matmul(m.type, m.w.data(), m.rows, cols, x.data(), n_tokens, separate.back().data(), *pool, scratch);
+      }
+      for (size_t i = 0; i < ms.size(); ++i) jobs.push_back({ms[i].type, ms[i].w.data(), ms[i].rows, shared[i].data()});
+      matmul_shared_input(jobs, cols, x.data(), n_tokens, *pool, scratch);
+      for (size_t i = 0; i < ms.size(); ++i) {
+        EXPECT_EQ(separate[i], shared[i]) << "matrix " << i << ", " << n_tokens << " tokens, " << pool->size() << " threads";
+      }
     }
   }
 }

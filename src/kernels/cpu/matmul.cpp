@@ -29,6 +29,8 @@ struct MatmulPlan {
   int64_t n_tokens;
   float* y;  // n_tokens x rows
   GemmFn gemm;
+  int64_t first_group;  // this plan's groups of kRowGrain rows in the shared index space
+  int64_t n_groups;
 };
 
 // Computes y for weight rows [r0, r1) and every token, one L2-sized panel of rows at a
@@ -42,6 +44,9 @@ void compute_rows(const MatmulPlan& p, int64_t r0, int64_t r1) {
            p.n_tokens, p.y + rb, p.rows);
   }
 }
+
+// At most this many matrices share one input (Q, K, V).
+constexpr size_t kMaxJobs = 4;
 
 void check_args(DType wtype, const void* w, int64_t rows, int64_t cols, const float* x,
                 int64_t n_tokens, const float* y) {
@@ -64,43 +69,76 @@ void check_args(DType wtype, const void* w, int64_t rows, int64_t cols, const fl
 
 void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float* x,
             int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch) {
-  check_args(wtype, w, rows, cols, x, n_tokens, y);
-  const TypeTraits& wt = type_traits(wtype);
-  if (wt.vec_dot == nullptr || wt.gemm == nullptr) {
-    throw Error("matmul: " + std::string(dtype_name(wtype)) + " is not a weight type");
-  }
-  MatmulPlan plan{};
-  plan.w = static_cast<const uint8_t*>(w);
-  plan.w_row_bytes = row_bytes(wtype, cols, "matmul cols");
-  plan.rows = rows;
-  plan.cols = cols;
-  plan.n_tokens = n_tokens;
-  plan.y = y;
-  plan.gemm = wt.gemm;
-  plan.act_row_bytes = row_bytes(wt.vec_dot_type, cols, "matmul cols");
-  if (rows == 0 || n_tokens == 0) return;
+  const MatmulJob job{wtype, w, rows, y};
+  matmul_shared_input({&job, 1}, cols, x, n_tokens, pool, scratch);
+}
 
-  if (wt.vec_dot_type == DType::F32) {
-    plan.act = reinterpret_cast<const uint8_t*>(x);
-  } else {
-    const size_t need = static_cast<size_t>(plan.act_row_bytes * n_tokens);
-    if (scratch.size() < need) scratch.resize(need);
-    uint8_t* act = scratch.data();
-    const auto convert = type_traits(wt.vec_dot_type).from_float;
+void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const float* x,
+                         int64_t n_tokens, ThreadPool& pool, std::vector<uint8_t>& scratch) {
+  if (jobs.size() > kMaxJobs) throw Error("matmul: more than " + std::to_string(kMaxJobs) + " matrices share an input");
+  MatmulPlan plans[kMaxJobs];
+  // The distinct activation types: each job's index into them.
+  DType act_types[kMaxJobs];
+  size_t n_act = 0, act_of[kMaxJobs];
+  int64_t n_groups = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const MatmulJob& job = jobs[j];
+    check_args(job.wtype, job.w, job.rows, cols, x, n_tokens, job.y);
+    const TypeTraits& wt = type_traits(job.wtype);
+    if (wt.vec_dot == nullptr || wt.gemm == nullptr) {
+      throw Error("matmul: " + std::string(dtype_name(job.wtype)) + " is not a weight type");
+    }
+    MatmulPlan& plan = plans[j];
+    plan = MatmulPlan{};
+    plan.w = static_cast<const uint8_t*>(job.w);
+    plan.w_row_bytes = row_bytes(job.wtype, cols, "matmul cols");
+    plan.rows = job.rows;
+    plan.cols = cols;
+    plan.n_tokens = n_tokens;
+    plan.y = job.y;
+    plan.gemm = wt.gemm;
+    plan.act_row_bytes = row_bytes(wt.vec_dot_type, cols, "matmul cols");
+    plan.first_group = n_groups;
+    plan.n_groups = n_tokens == 0 ? 0 : (job.rows + kRowGrain - 1) / kRowGrain;
+    n_groups += plan.n_groups;
+    act_of[j] = std::find(act_types, act_types + n_act, wt.vec_dot_type) - act_types;
+    if (act_of[j] == n_act) act_types[n_act++] = wt.vec_dot_type;
+  }
+  if (n_groups == 0) return;
+
+  // Convert x once per activation type; F32 activations are x itself.
+  size_t need = 0, offset[kMaxJobs];
+  for (size_t i = 0; i < n_act; ++i) {
+    offset[i] = need;
+    if (act_types[i] != DType::F32) need += static_cast<size_t>(row_bytes(act_types[i], cols) * n_tokens);
+  }
+  if (scratch.size() < need) scratch.resize(need);
+  for (size_t i = 0; i < n_act; ++i) {
+    if (act_types[i] == DType::F32) continue;
+    uint8_t* act = scratch.data() + offset[i];
+    const int64_t bytes = row_bytes(act_types[i], cols);
+    const auto convert = type_traits(act_types[i]).from_float;
     auto convert_tokens = [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t)
-        convert(x + t * cols, act + t * plan.act_row_bytes, cols);
+      for (int64_t t = begin; t < end; ++t) convert(x + t * cols, act + t * bytes, cols);
     };
     if (n_tokens > 1 && pool.size() > 1) {
       pool.parallel_for(n_tokens, convert_tokens);
     } else {
       convert_tokens(0, n_tokens);
     }
-    plan.act = act;
   }
-  const int64_t groups = (rows + kRowGrain - 1) / kRowGrain;
-  pool.parallel_for(groups, [&](int64_t g0, int64_t g1) {
-    compute_rows(plan, g0 * kRowGrain, std::min(rows, g1 * kRowGrain));
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const size_t i = act_of[j];
+    plans[j].act = act_types[i] == DType::F32 ? reinterpret_cast<const uint8_t*>(x) : scratch.data() + offset[i];
+  }
+
+  const size_t n_plans = jobs.size();
+  pool.parallel_for(n_groups, [&](int64_t g0, int64_t g1) {
+    for (size_t j = 0; j < n_plans; ++j) {
+      const MatmulPlan& p = plans[j];
+      const int64_t b = std::max(g0, p.first_group), e = std::min(g1, p.first_group + p.n_groups);
+      if (b < e) compute_rows(p, (b - p.first_group) * kRowGrain, std::min(p.rows, (e - p.first_group) * kRowGrain));
+    }
   });
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/dtype.h"
@@ -24,5 +25,20 @@ namespace strata::kernels {
 // of the batch or on the number of threads. Throws strata::Error on unsupported types or invalid shapes.
 void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float* x,
             int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch);
+
+// One weight matrix of a matmul_shared_input call, with its output (n_tokens x rows).
+struct MatmulJob {
+  DType wtype;
+  const void* w;
+  int64_t rows;
+  float* y;
+};
+
+// Several matmuls of the same input x (n_tokens x cols), such as the Q, K and V projections:
+// x is converted once per distinct vec_dot type and the rows of all matrices are split
+// across the pool in one dispatch, instead of one conversion and one dispatch (with a wait
+// for the slowest thread) per matrix. Outputs are bit-identical to separate matmul() calls.
+void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const float* x,
+                         int64_t n_tokens, ThreadPool& pool, std::vector<uint8_t>& scratch);
 
 }  // namespace strata::kernels
