@@ -1,6 +1,7 @@
 // The attention tile fold (attention/tile_kernels.h) per instruction set, KV type and
-// working set: one KV head's 8 query heads (GQA 32/4, head_dim 64, 16-slot blocks, the
-// llama-1b shape) folded over `blocks` consecutive tiles. blocks:1 keeps the tile in L1
+// working set: one KV head's query rows (GQA 32/4, head_dim 64, 16-slot blocks, the
+// llama-1b shape; rows:8 = one token's 8 query heads as in decode, rows:32 = a prefill
+// group of 4 tokens) folded over `blocks` consecutive tiles. blocks:1 keeps the tile in L1
 // (the kernel's arithmetic); blocks:16384 (f32: 128 MiB) streams from memory, with the
 // next tile prefetched as paged attention does.
 //
@@ -25,10 +26,11 @@ namespace {
 
 using strata::attention::FoldTile;
 
-constexpr int64_t kHeadDim = 64, kBlock = 16, kRows = 8;
+constexpr int64_t kHeadDim = 64, kBlock = 16;
 
 void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kernels, bool f16,
-             int64_t blocks) {
+             int64_t blocks, int64_t n_rows) {
+  const int64_t kRows = n_rows;
   const size_t esz = f16 ? 2 : 4;
   const size_t tile_bytes = static_cast<size_t>(kBlock * kHeadDim) * esz;
   strata::HugePageBuffer k(tile_bytes * static_cast<size_t>(blocks)), v(k.size());
@@ -44,8 +46,9 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
       reinterpret_cast<float*>(v.data())[i] = b;
     }
   }
-  std::vector<float> q(kRows * kHeadDim), acc(kRows * kHeadDim), mx(kRows), sum(kRows),
-      p(kRows * strata::attention::padded_block(kBlock));
+  const auto rows = static_cast<size_t>(kRows);
+  std::vector<float> q(rows * kHeadDim), acc(rows * kHeadDim), mx(rows), sum(rows),
+      p(rows * strata::attention::padded_block(kBlock));
   for (auto& x : q) x = normal(rng);
   int64_t b = 0;
   for (auto _ : state) {
@@ -78,7 +81,7 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
     benchmark::DoNotOptimize(acc.data());
     b = next;
   }
-  state.counters["flops"] = benchmark::Counter(4.0 * kRows * kBlock * kHeadDim,
+  state.counters["flops"] = benchmark::Counter(4.0 * static_cast<double>(kRows * kBlock * kHeadDim),
                                                benchmark::Counter::kIsIterationInvariantRate);
   state.counters["kv"] = benchmark::Counter(2.0 * static_cast<double>(tile_bytes),
                                             benchmark::Counter::kIsIterationInvariantRate);
@@ -97,9 +100,11 @@ int main(int argc, char** argv) {
   for (const TileKernels* k : sets) {
     for (bool f16 : {false, true}) {
       for (int64_t blocks : {1, 16384}) {
-        const std::string name = std::string("fold/") + k->name + (f16 ? "/f16" : "/f32") +
-                                 "/blocks:" + std::to_string(blocks);
-        benchmark::RegisterBenchmark(name.c_str(), bm_fold, k, f16, blocks);
+        for (int64_t rows : {8, 32}) {
+          const std::string name = std::string("fold/") + k->name + (f16 ? "/f16" : "/f32") +
+                                   "/blocks:" + std::to_string(blocks) + "/rows:" + std::to_string(rows);
+          benchmark::RegisterBenchmark(name.c_str(), bm_fold, k, f16, blocks, rows);
+        }
       }
     }
   }

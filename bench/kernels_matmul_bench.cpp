@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/huge_buffer.h"
 #include "core/dtype.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
@@ -84,7 +85,8 @@ void bm_matmul(benchmark::State& state, DType t, int64_t rows, int64_t cols, int
                bool from_dram) {
   const std::vector<uint8_t> one = random_weights(t, rows, cols);
   const size_t copies = from_dram ? (size_t{512} << 20) / one.size() + 1 : 1;
-  std::vector<uint8_t> w(one.size() * copies);
+  // On huge pages, as a model's weights are (4 KiB pages cost the GEMV TLB misses).
+  strata::HugePageBuffer w(one.size() * copies);
   for (size_t c = 0; c < copies; ++c) std::memcpy(w.data() + c * one.size(), one.data(), one.size());
   std::vector<float> x(static_cast<size_t>(tokens * cols));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;

@@ -1,5 +1,6 @@
 // strata bench roofline | model: the machine's limits, and llama-bench style
 // prompt-processing / generation speed of a model on it.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/fp16.h"
+#include "core/huge_buffer.h"
 #include "kernels/cpu/roofline.h"
 #include "kernels/quant/traits.h"
 #include "kv/kv_manager.h"
@@ -45,18 +47,26 @@ double matmul_params(const Model& model) {
 
 // The machine's limits measured in the same process as the tests, so that a figure and
 // its yardstick see the same (shared, noisy) machine: the AVX2 f32 FMA peak once, and the
-// read bandwidth right before each test.
+// read bandwidth right before and right after each test (the better of the two: a
+// neighbour's burst only ever lowers a probe, and a dip that happened to hit the probe
+// once made decode look faster than the memory could go). The buffer is on huge pages,
+// as the weights are.
 class RooflineYardstick {
  public:
   explicit RooflineYardstick(ThreadPool& pool)
-      : pool_(pool), buffer_((size_t{512} << 20) / sizeof(float), 1.0f),
-        fma_gflops_(kernels::measure_fma_gflops(pool)) {}
+      : pool_(pool), buffer_(kBytes), fma_gflops_(kernels::measure_fma_gflops(pool)) {
+    auto* p = reinterpret_cast<float*>(buffer_.data());
+    pool.parallel_for(static_cast<int64_t>(kBytes / sizeof(float)), [&](int64_t lo, int64_t hi) {
+      std::fill(p + lo, p + hi, 1.0f);  // touch every page: untouched ones all read one zero page
+    });
+  }
   double fma_gflops() const { return fma_gflops_; }
-  double read_gbps() { return kernels::measure_read_gbps(pool_, buffer_.data(), buffer_.size() * sizeof(float)); }
+  double read_gbps() { return kernels::measure_read_gbps(pool_, buffer_.data(), kBytes); }
 
  private:
+  static constexpr size_t kBytes = size_t{512} << 20;
   ThreadPool& pool_;
-  std::vector<float> buffer_;
+  HugePageBuffer buffer_;
   double fma_gflops_;
 };
 
@@ -193,7 +203,7 @@ void bench_model(const BenchModelFlags& f) {
     std::printf("| model | test | depth | batch | threads | KV MiB | t/s |%s\n|---|---|---:|---:|---:|---:|---:|%s\n",
                 f.roofline ? " roofline |" : "", f.roofline ? "---|" : "");
   }
-  double read_gbps = 0;  // measured before the test being reported
+  double read_gbps = 0;  // the better of the probes before and after the test being reported
   auto report = [&](const std::string& test, int64_t np, int64_t ng, int64_t depth, int64_t batch,
                     const std::vector<double>& tps, uint64_t kv_bytes) {
     double mean = 0, var = 0;
@@ -252,6 +262,7 @@ void bench_model(const BenchModelFlags& f) {
           tps.push_back(static_cast<double>(np * batch) / (now_s() - t0));
           kv_bytes = runner.kv_bytes();
         }
+        if (yardstick) read_gbps = std::max(read_gbps, yardstick->read_gbps());
         report("pp" + std::to_string(np), np, 0, depth, batch, tps, kv_bytes);
       }
       for (int64_t ng : f.n_gen) {
@@ -268,6 +279,7 @@ void bench_model(const BenchModelFlags& f) {
           tps.push_back(static_cast<double>(ng * batch) / (now_s() - t0));
           kv_bytes = runner.kv_bytes();
         }
+        if (yardstick) read_gbps = std::max(read_gbps, yardstick->read_gbps());
         report("tg" + std::to_string(ng), 0, ng, depth, batch, tps, kv_bytes);
       }
     }

@@ -164,9 +164,33 @@ void fold_elems(const FoldTile& f) {
   }
 }
 
+// Converts n halves to floats (n_valid-style masking for the tail).
+template <class V>
+inline void widen(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += V::W) V::mask_store(dst + i, V::first(n - i), V::load_elems(src + i, V::first(n - i), n - i));
+}
+
+// Tiles this small (keys + values) are widened to float on the stack for prefill.
+constexpr int64_t kMaxWidenedTile = 4096;
+
 template <class V>
 void fold(const FoldTile& f) {
-  f.f16 ? fold_elems<V, uint16_t>(f) : fold_elems<V, float>(f);
+  if (!f.f16) return fold_elems<V, float>(f);
+  // With many rows (prefill: kQueryTile tokens x the heads of a KV head), converting the
+  // f16 tile once beats converting it as it is loaded: keys are loaded once per 8 rows and
+  // values once per 4, and each conversion takes an FP-port slot from the fmas. The
+  // conversion is exact, so the result is the same bits either way.
+  const int64_t n_k = f.head_dim * f.block_size;
+  if (f.n_q < 16 || 2 * n_k > kMaxWidenedTile) return fold_elems<V, uint16_t>(f);
+  alignas(64) float tile[kMaxWidenedTile];
+  widen<V>(static_cast<const uint16_t*>(f.kt), tile, n_k);
+  const int64_t n = f.j1 - f.j0;
+  widen<V>(static_cast<const uint16_t*>(f.v) + f.j0 * f.head_dim, tile + n_k + f.j0 * f.head_dim, n * f.head_dim);
+  FoldTile wide = f;
+  wide.kt = tile;
+  wide.v = tile + n_k;
+  wide.f16 = false;
+  fold_elems<V, float>(wide);
 }
 
 }  // namespace strata::attention::simd

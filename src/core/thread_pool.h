@@ -5,6 +5,7 @@
 // run() does not allocate: the job is passed as a type-erased reference.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -36,6 +37,28 @@ class ThreadPool {
       const int64_t begin = n * tid / nt;
       const int64_t end = n * (tid + 1) / nt;
       if (begin < end) fn(begin, end);
+    });
+  }
+
+  // Like parallel_for, but threads take chunks of at least `grain` items from a shared
+  // counter: large chunks first (a 1/(2 x threads) share of what is left), smaller ones
+  // towards the end, so a thread that runs slower (a busier core, a smaller share of the
+  // memory bandwidth) does not leave the others waiting. fn(begin, end) may be called
+  // several times on one thread; which thread gets which range varies from run to run.
+  template <class Fn>
+  void parallel_for_guided(int64_t n, int64_t grain, Fn&& fn) {
+    std::atomic<int64_t> next{0};
+    const int64_t min_chunk = grain < 1 ? 1 : grain;
+    run([&](int, int nt) {
+      for (;;) {
+        int64_t begin = next.load(std::memory_order_relaxed);
+        int64_t take = 0;
+        do {
+          if (begin >= n) return;
+          take = std::max(min_chunk, (n - begin) / (2 * static_cast<int64_t>(nt)));
+        } while (!next.compare_exchange_weak(begin, begin + take, std::memory_order_relaxed));
+        fn(begin, std::min(n, begin + take));
+      }
     });
   }
 

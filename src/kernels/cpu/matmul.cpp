@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "kernels/quant/traits.h"
@@ -44,6 +45,11 @@ void compute_rows(const MatmulPlan& p, int64_t r0, int64_t r1) {
            p.n_tokens, p.y + rb, p.rows);
   }
 }
+
+// Threads take row groups in chunks from a shared counter (ThreadPool::parallel_for_guided),
+// never fewer than this many groups (32 rows): decode is memory-bound, and under a static
+// half-and-half split the thread that got less of the bandwidth left the other waiting.
+constexpr int64_t kGuidedGrain = 8;
 
 // At most this many matrices share one input (Q, K, V).
 constexpr size_t kMaxJobs = 4;
@@ -133,13 +139,15 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
   }
 
   const size_t n_plans = jobs.size();
-  pool.parallel_for(n_groups, [&](int64_t g0, int64_t g1) {
+  static const bool hack_static = getenv("HACK_STATIC") != nullptr;
+  auto body = [&](int64_t g0, int64_t g1) {
     for (size_t j = 0; j < n_plans; ++j) {
       const MatmulPlan& p = plans[j];
       const int64_t b = std::max(g0, p.first_group), e = std::min(g1, p.first_group + p.n_groups);
       if (b < e) compute_rows(p, (b - p.first_group) * kRowGrain, std::min(p.rows, (e - p.first_group) * kRowGrain));
     }
-  });
+  };
+  if (hack_static) pool.parallel_for(n_groups, body); else pool.parallel_for_guided(n_groups, kGuidedGrain, body);
 }
 
 }  // namespace strata::kernels

@@ -53,9 +53,14 @@ inline void load_group(const BlockQ4_0x16& g, GroupWeights& w) {
 
 // acc += (d_w * d_a) * (exact integer dot of each block), lane b = block b.
 inline __m512 fold_group(const GroupWeights& w, const BlockQ8_0x16& a, __m512 acc) {
-  __m512i lanes = _mm512_loadu_si512(a.bias);
-#pragma GCC unroll 8
-  for (int k = 0; k < 8; ++k) lanes = _mm512_dpbusd_epi32(lanes, w.q[k], _mm512_loadu_si512(a.qs + 64 * k));
+  // Two chains of 4 dpbusd (integer sums, so the split cannot change the result).
+  __m512i lanes = _mm512_loadu_si512(a.bias), odd = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int k = 0; k < 8; k += 2) {
+    lanes = _mm512_dpbusd_epi32(lanes, w.q[k], _mm512_loadu_si512(a.qs + 64 * k));
+    odd = _mm512_dpbusd_epi32(odd, w.q[k + 1], _mm512_loadu_si512(a.qs + 64 * (k + 1)));
+  }
+  lanes = _mm512_add_epi32(lanes, odd);
   const __m512 scale = _mm512_mul_ps(w.d, _mm512_loadu_ps(a.d));
   return _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(lanes), acc);
 }
