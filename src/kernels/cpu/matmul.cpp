@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <string>
-#include <cstdlib>
 
 #include "core/error.h"
 #include "kernels/quant/traits.h"
@@ -139,15 +138,13 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
   }
 
   const size_t n_plans = jobs.size();
-  static const bool hack_static = getenv("HACK_STATIC") != nullptr;
-  auto body = [&](int64_t g0, int64_t g1) {
+  pool.parallel_for_guided(n_groups, kGuidedGrain, [&](int64_t g0, int64_t g1) {
     for (size_t j = 0; j < n_plans; ++j) {
       const MatmulPlan& p = plans[j];
       const int64_t b = std::max(g0, p.first_group), e = std::min(g1, p.first_group + p.n_groups);
       if (b < e) compute_rows(p, (b - p.first_group) * kRowGrain, std::min(p.rows, (e - p.first_group) * kRowGrain));
     }
-  };
-  if (hack_static) pool.parallel_for(n_groups, body); else pool.parallel_for_guided(n_groups, kGuidedGrain, body);
+  });
 }
 
 }  // namespace strata::kernels
