@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   for (const TileKernels* k : sets) {
     for (bool f16 : {false, true}) {
       for (int64_t blocks : {1, 16384}) {
-        for (int64_t rows : {8, 32}) {
+        for (int64_t rows : {8, 32, 64}) {
           const std::string name = std::string("fold/") + k->name + (f16 ? "/f16" : "/f32") +
                                    "/blocks:" + std::to_string(blocks) + "/rows:" + std::to_string(rows);
           benchmark::RegisterBenchmark(name.c_str(), bm_fold, k, f16, blocks, rows);

@@ -29,6 +29,7 @@ for round in $(seq 1 "$rounds"); do
     run "$m.mmap" -m "$model" -p 0 -n 128 -r 2 --mmap
     STRATA_NO_AVX512=1 run "$m.avx2" -m "$model" -p 512 -n 128 -r 2
     run "$m.depth4k_f32" -m "$model" -p 512 -n 128 -r 1 -d 4096 --fill synthetic --kv-type f32
+    run "$m.norepack" -m "$model" -p 512 -n 128 -r 2 --no-repack
   done
 done
 python3 - "$out" "$rounds" <<'PY'
@@ -44,7 +45,7 @@ def med(xs): return statistics.median(xs)
 print("| model | config | test | t/s (median) | roofline fraction (median) | per round |")
 print("|---|---|---|---:|---:|---|")
 for m, label in (("q4", "Q4_0"), ("q8", "Q8_0")):
-    for cfg in ("short", "avx2", "mmap", "batch16", "depth4k", "depth4k_f32"):
+    for cfg in ("short", "norepack", "avx2", "mmap", "batch16", "depth4k", "depth4k_f32"):
         for test, rs in rows(f"{m}.{cfg}").items():
             bound = "bandwidth_fraction" if test.startswith("tg") and rs[0]["batch"] == 1 else "fma_fraction"
             tps = [r["tokens_per_s_mean"] for r in rs]

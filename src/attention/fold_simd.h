@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "attention/tile_kernels.h"
@@ -126,7 +127,61 @@ void fold_elems(const FoldTile& f) {
   // 2. The online-softmax update per row; p becomes exp(s - m), 0 past the tile's end.
   constexpr int64_t kMaxRows = 64;
   float corr[kMaxRows];
-  for (int64_t r = 0; r < f.n_q; ++r) {
+  // 3. acc = acc * c + P V for rows [r / kMaxRows * kMaxRows, r] once their corrections
+  // are ready (r the last row of a kMaxRows group, or of the tile), 4 rows at a time.
+  auto accumulate_through = [&](int64_t r) {
+    const int64_t g0 = r / kMaxRows * kMaxRows, g1 = r + 1;
+    for (int64_t d0 = 0; d0 < hd; d0 += 4 * V::W) {
+      for (int64_t r0 = g0; r0 < g1; r0 += 4) {
+        const float* pr = f.p + r0 * ldp;
+        const Elem* v = vt + f.j0 * hd;
+        const float* cr0 = corr + (r0 - g0);
+        float* acc = f.acc + r0 * hd;
+        switch (std::min<int64_t>(4, g1 - r0)) {
+          case 4: accumulate_rows<V, Elem, 4>(pr, ldp, v, n, hd, d0, cr0, acc); break;
+          case 3: accumulate_rows<V, Elem, 3>(pr, ldp, v, n, hd, d0, cr0, acc); break;
+          case 2: accumulate_rows<V, Elem, 2>(pr, ldp, v, n, hd, d0, cr0, acc); break;
+          default: accumulate_rows<V, Elem, 1>(pr, ldp, v, n, hd, d0, cr0, acc); break;
+        }
+      }
+    }
+  };
+  auto ready = [&](int64_t r) { return r % kMaxRows == kMaxRows - 1 || r + 1 == f.n_q; };
+  int64_t r = 0;
+  if constexpr (V::W == 16) {
+    // 16 rows at once, one lane per row for the maxima, corrections and sums (see
+    // Avx512Vec::transpose_reduce): one row at a time, each row's chain of horizontal
+    // reductions and exps ran nearly serially and cost more than its 128 fmas. Every
+    // value is the one the per-row loop below computes.
+    for (; r + 16 <= f.n_q; r += 16) {
+      typename V::F v[16];
+      for (int i = 0; i < 16; ++i) {
+        const float* p = f.p + (r + i) * ldp;
+        v[i] = V::load_or_neg_inf(p, V::first(n));
+        for (int64_t c = V::W; c < n; c += V::W) v[i] = V::max(v[i], V::load_or_neg_inf(p + c, V::first(n - c)));
+      }
+      const auto old_max = V::load(f.max + r);
+      const auto m = V::max(old_max, V::transpose_reduce(v, [](auto a, auto b) { return V::max(a, b); }));
+      const auto cr = exp_clamped<V>(V::sub(old_max, m));
+      for (int i = 0; i < 16; ++i) {
+        float* p = f.p + (r + i) * ldp;
+        const auto vm = V::broadcast_lane(m, i);
+        auto vsum = V::zero();
+        for (int64_t c = 0; c < n; c += V::W) {
+          const auto e = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c), vm)), V::first(n - c));
+          V::store(p + c, e);
+          vsum = V::add(vsum, e);
+        }
+        v[i] = vsum;
+      }
+      const auto sums = V::transpose_reduce(v, [](auto a, auto b) { return V::add(a, b); });
+      V::store(f.sum + r, V::fma(V::load(f.sum + r), cr, sums));
+      V::store(f.max + r, m);
+      V::store(corr + r % kMaxRows, cr);
+      if (ready(r + 15)) accumulate_through(r + 15);
+    }
+  }
+  for (; r < f.n_q; ++r) {
     float* p = f.p + r * ldp;
     auto vmax = V::set1(f.max[r]);
     for (int64_t c = 0; c < n; c += V::W) vmax = V::max(vmax, V::load_or_neg_inf(p + c, V::first(n - c)));
@@ -140,31 +195,13 @@ void fold_elems(const FoldTile& f) {
       V::store(p + c, e);
       vsum = V::add(vsum, e);
     }
-    f.sum[r] = f.sum[r] * cr + V::reduce_add(vsum);
+    f.sum[r] = std::fma(f.sum[r], cr, V::reduce_add(vsum));
     f.max[r] = m;
     corr[r % kMaxRows] = cr;
-    if (r % kMaxRows == kMaxRows - 1 || r + 1 == f.n_q) {
-      // 3. acc = acc * c + P V for the rows whose corrections are ready, 4 rows at a time.
-      const int64_t g0 = r / kMaxRows * kMaxRows, g1 = r + 1;
-      for (int64_t d0 = 0; d0 < hd; d0 += 4 * V::W) {
-        for (int64_t r0 = g0; r0 < g1; r0 += 4) {
-          const float* pr = f.p + r0 * ldp;
-          const Elem* v = vt + f.j0 * hd;
-          const float* cr0 = corr + (r0 - g0);
-          float* acc = f.acc + r0 * hd;
-          switch (std::min<int64_t>(4, g1 - r0)) {
-            case 4: accumulate_rows<V, Elem, 4>(pr, ldp, v, n, hd, d0, cr0, acc); break;
-            case 3: accumulate_rows<V, Elem, 3>(pr, ldp, v, n, hd, d0, cr0, acc); break;
-            case 2: accumulate_rows<V, Elem, 2>(pr, ldp, v, n, hd, d0, cr0, acc); break;
-            default: accumulate_rows<V, Elem, 1>(pr, ldp, v, n, hd, d0, cr0, acc); break;
-          }
-        }
-      }
-    }
+    if (ready(r)) accumulate_through(r);
   }
 }
 
-// Converts n halves to floats (n_valid-style masking for the tail).
 template <class V>
 inline void widen(const uint16_t* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; i += V::W) V::mask_store(dst + i, V::first(n - i), V::load_elems(src + i, V::first(n - i), n - i));

@@ -41,6 +41,32 @@ struct Avx512Vec {
   static float reduce_add(F v) { return _mm512_reduce_add_ps(v); }
   static F round_nearest(F x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static F times_pow2(F y, F n) { return _mm512_scalef_ps(y, n); }
+
+  // For fold_simd.h's 16-row softmax: lane r of the result is op folded over the lanes of
+  // v[r], pairing lanes as _mm512_reduce_add_ps does (i with i + 8, then i + 4, i + 2,
+  // i + 1), so every row gets the bits reduce_add / reduce_max would give it alone. Four
+  // levels of shuffle-and-op halve the vectors while doubling the rows each one holds;
+  // the last leaves row r in lane 4 * (r % 4) + r / 4, which one permute undoes.
+  template <class Op>
+  static F transpose_reduce(F (&v)[16], Op op) {
+    F w[8], x[4], z[2];
+    for (int k = 0; k < 8; ++k) {  // row 2k in lanes 0-7, 2k+1 in 8-15: lane i op i + 8
+      w[k] = op(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    for (int k = 0; k < 4; ++k) {  // 128-bit chunk j holds row 4k + j: i op i + 4
+      x[k] = op(_mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                _mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+    for (int k = 0; k < 2; ++k) {  // chunk j: lanes 0-1 row 8k + j, 2-3 row 8k + 4 + j: i op i + 2
+      z[k] = op(_mm512_shuffle_ps(x[2 * k], x[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                _mm512_shuffle_ps(x[2 * k], x[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    const F r = op(_mm512_shuffle_ps(z[0], z[1], _MM_SHUFFLE(2, 0, 2, 0)),  // i op i + 1
+                   _mm512_shuffle_ps(z[0], z[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
+  }
+  static F broadcast_lane(F v, int i) { return _mm512_permutexvar_ps(_mm512_set1_epi32(i), v); }
 };
 
 }  // namespace

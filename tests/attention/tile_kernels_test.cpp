@@ -1,7 +1,7 @@
 // The attention tile folds: the scalar reference against a plain softmax in double, and
 // the AVX2 / AVX-512 folds against the reference, over several tiles (so the running
 // max, sum and accumulator are rescaled), partial tiles, head dimensions with and without
-// SIMD tails, block sizes below, at and above a vector, and 1-9 query rows.
+// SIMD tails, block sizes below, at and above a vector, and 1-70 query rows.
 #include "attention/tile_kernels.h"
 
 #include <gtest/gtest.h>
@@ -85,6 +85,9 @@ const std::vector<Case>& cases() {
       {4, 16, 1, 1},   {4, 16, 2, 37},  {8, 16, 8, 16},  {36, 16, 3, 50},   {64, 16, 8, 200},
       {64, 16, 4, 33}, {64, 8, 5, 40},  {64, 32, 9, 70}, {72, 16, 6, 100},  {128, 16, 8, 64},
       {128, 24, 2, 49}, {17, 5, 7, 23},
+      // Prefill-sized row counts: the AVX-512 fold's 16-row softmax and f16 tile widening,
+      // with remainders and more rows than one correction group (64).
+      {64, 16, 16, 100}, {64, 16, 33, 70}, {64, 16, 64, 200}, {17, 5, 20, 23}, {64, 32, 70, 90},
   };
   return cs;
 }
@@ -128,15 +131,22 @@ void expect_matches_reference(void (*fold)(const FoldTile&), const char* name) {
                                             << " keys " << c.n_keys << " f16 " << f16 << " element " << i;
       }
     }
-    const std::vector<float> fast = run(fold, c, q, k, v);
-    // A row's result does not depend on the other rows of the call.
-    if (c.n_q > 1) {
+    // A row's result does not depend on the other rows of the call, bit for bit: the
+    // many-row paths (16 rows per softmax pass, f16 tiles widened once) give each row
+    // what the one-row path gives it.
+    for (bool f16 : {false, true}) {
+      if (c.n_q == 1) break;
+      const std::vector<float> fast = run(fold, c, q, k, v, f16);
       Case one = c;
       one.n_q = 1;
-      const std::vector<float> q_last(q.end() - c.hd, q.end());
-      const std::vector<float> alone = run(fold, one, q_last, k, v);
-      for (int64_t d = 0; d < c.hd; ++d) {
-        ASSERT_EQ(alone[d], fast[(c.n_q - 1) * c.hd + d]) << name << " hd " << c.hd << " row alone";
+      const int64_t step = c.n_q > 9 ? 7 : c.n_q - 1;  // some rows of big cases, the last of small
+      for (int64_t r = c.n_q - 1; r >= 0; r -= step) {
+        const std::vector<float> q_row(q.begin() + r * c.hd, q.begin() + (r + 1) * c.hd);
+        const std::vector<float> alone = run(fold, one, q_row, k, v, f16);
+        for (int64_t d = 0; d < c.hd; ++d) {
+          ASSERT_EQ(alone[d], fast[r * c.hd + d]) << name << " hd " << c.hd << " n_q " << c.n_q << " f16 " << f16
+                                                  << " row " << r << " alone";
+        }
       }
     }
   }
