@@ -16,27 +16,11 @@
 #include <cstdint>
 
 #include "attention/tile_kernels.h"
+#include "kernels/cpu/simd_exp.h"
 
 namespace strata::attention::simd {
 
-// expf for x <= 0, x clamped at -80 (as the reference's exp_clamped): x = n ln2 + r with
-// |r| <= ln2/2 (ln2 in two parts), exp(r) by Cephes' degree-6 polynomial (about 1 ulp),
-// times 2^n (n >= -116, so the result stays a normal float).
-template <class V>
-inline typename V::F exp_clamped(typename V::F x) {
-  x = V::max(x, V::set1(-80.0f));
-  const auto n = V::round_nearest(V::mul(x, V::set1(1.44269504088896341f)));
-  auto r = V::fma(n, V::set1(-0.693359375f), x);
-  r = V::fma(n, V::set1(2.12194440e-4f), r);
-  auto p = V::set1(1.9875691500e-4f);
-  p = V::fma(p, r, V::set1(1.3981999507e-3f));
-  p = V::fma(p, r, V::set1(8.3334519073e-3f));
-  p = V::fma(p, r, V::set1(4.1665795894e-2f));
-  p = V::fma(p, r, V::set1(1.6666665459e-1f));
-  p = V::fma(p, r, V::set1(5.0000001201e-1f));
-  const auto y = V::add(V::fma(p, V::mul(r, r), r), V::set1(1.0f));
-  return V::times_pow2(y, n);
-}
+using kernels::simd::exp_clamped;
 
 // Scores of R query rows against keys [c, c + W) of the tile (lanes past the tile's end
 // masked off), scaled, stored to p rows (stride ldp) at column c.

@@ -2,7 +2,20 @@
 
 #include <cmath>
 
+#include "kernels/cpu/ops_avx2.h"
+#include "kernels/quant/traits.h"
+
 namespace strata::kernels {
+
+void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float eps) {
+  cpu_has_avx2_fma() ? avx2::rmsnorm(x, weight, out, n, eps) : ref::rmsnorm(x, weight, out, n, eps);
+}
+
+void swiglu(float* gate, const float* up, int64_t n) {
+  cpu_has_avx2_fma() ? avx2::swiglu(gate, up, n) : ref::swiglu(gate, up, n);
+}
+
+namespace ref {
 
 void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float eps) {
   // Accumulate in double: the norm of a 8K-wide row summed in float drifts measurably.
@@ -18,6 +31,8 @@ void swiglu(float* gate, const float* up, int64_t n) {
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
 }
+
+}  // namespace ref
 
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const float* cos,
           const float* sin, bool neox) {

@@ -1,5 +1,7 @@
-// Element-wise and row-wise CPU ops of the transformer block (scalar; the compiler
-// vectorises the simple loops). Matmuls live in matmul.h.
+// Element-wise and row-wise CPU ops of the transformer block. rmsnorm and swiglu run
+// AVX2 versions where the CPU has them (ops_avx2.cpp), ref:: below otherwise; rope is
+// scalar (the compiler vectorises it). Matmuls live in matmul.h. All are per-row
+// functions with a fixed order, so results do not depend on the batch.
 #pragma once
 
 #include <cstdint>
@@ -17,5 +19,10 @@ void swiglu(float* gate, const float* up, int64_t n);
 // rotates pairs (2i, 2i+1) (GGUF `llama`); NeoX layout rotates (i, i + rot_dim/2).
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const float* cos,
           const float* sin, bool neox);
+
+namespace ref {  // the scalar definitions, also what the AVX2 versions are tested against
+void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float eps);
+void swiglu(float* gate, const float* up, int64_t n);
+}  // namespace ref
 
 }  // namespace strata::kernels

@@ -1,0 +1,13 @@
+// AVX2+FMA versions of ops.h's element-wise ops (internal to kernels/; ops.h dispatches).
+// swiglu differs from the scalar reference by float rounding (a polynomial exp, about
+// 1 ulp); rmsnorm sums its squares in a different (fixed) order, also in double.
+#pragma once
+
+#include <cstdint>
+
+namespace strata::kernels::avx2 {
+
+void swiglu(float* gate, const float* up, int64_t n);
+void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float eps);
+
+}  // namespace strata::kernels::avx2

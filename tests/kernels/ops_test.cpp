@@ -1,0 +1,65 @@
+// The element-wise ops: the AVX2 SwiGLU and RMSNorm against their scalar references,
+// over lengths with and without a SIMD tail, and SwiGLU across its whole input range
+// (large negative gates, where exp underflows, included).
+#include "kernels/cpu/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/ops_avx2.h"
+#include "kernels/quant/traits.h"
+
+namespace strata::kernels {
+namespace {
+
+using test::Rng;
+
+TEST(Ops, ReferenceSwigluIsSiluTimesUp) {
+  std::vector<float> g = {0.0f, 1.0f, -1.0f, 20.0f, -20.0f}, u = {2.0f, 3.0f, 0.5f, 1.0f, 1.0f};
+  ref::swiglu(g.data(), u.data(), 5);
+  EXPECT_EQ(g[0], 0.0f);
+  EXPECT_NEAR(g[1], 3.0 / (1.0 + std::exp(-1.0)), 1e-6);
+  EXPECT_NEAR(g[2], -0.5 / (1.0 + std::exp(1.0)), 1e-6);
+  EXPECT_NEAR(g[3], 20.0, 1e-5);
+  EXPECT_NEAR(g[4], -20.0 / (1.0 + std::exp(20.0)), 1e-12);
+}
+
+TEST(Ops, Avx2SwigluMatchesReference) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
+  Rng rng(5);
+  for (const int64_t n : {1, 7, 8, 13, 5632}) {
+    for (const float spread : {1.0f, 8.0f, 120.0f}) {
+      std::vector<float> g(static_cast<size_t>(n)), u(g.size());
+      for (auto& x : g) x = rng.uniform(-spread, spread);
+      for (auto& x : u) x = rng.uniform(-2.0f, 2.0f);
+      std::vector<float> want = g, got = g;
+      ref::swiglu(want.data(), u.data(), n);
+      avx2::swiglu(got.data(), u.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const auto k = static_cast<size_t>(i);
+        ASSERT_NEAR(got[k], want[k], 4e-7f * std::fabs(want[k]) + 1e-30f) << "g " << g[k] << " u " << u[k];
+      }
+    }
+  }
+}
+
+TEST(Ops, Avx2RmsnormMatchesReferenceAndMayAlias) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
+  Rng rng(6);
+  for (const int64_t n : {1, 15, 16, 17, 2048, 8200}) {
+    const auto x = test::normal_floats(rng, n, 3.0f), w = test::normal_floats(rng, n);
+    std::vector<float> want(static_cast<size_t>(n)), got(want.size());
+    ref::rmsnorm(x.data(), w.data(), want.data(), n, 1e-5f);
+    avx2::rmsnorm(x.data(), w.data(), got.data(), n, 1e-5f);
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-6f * std::fabs(want[i]) + 1e-30f);
+    std::vector<float> in_place = x;
+    avx2::rmsnorm(in_place.data(), w.data(), in_place.data(), n, 1e-5f);
+    EXPECT_EQ(in_place, got);
+  }
+}
+
+}  // namespace
+}  // namespace strata::kernels
