@@ -63,6 +63,7 @@ std::vector<uint8_t> random_weights(DType t, int64_t rows, int64_t cols) {
         put_half(blk, 0.01f * v, false);
         break;
       case DType::Q4_0_X16:  // 16 scales, then the quants
+      case DType::Q8_0_X16:
         for (int b = 0; b < 16; ++b) put_half(blk + 2 * b, 0.01f * v, false);
         break;
       case DType::Q4_K:
@@ -126,8 +127,8 @@ int parse_threads(int* argc, char** argv) {
 int main(int argc, char** argv) {
   const int threads = parse_threads(&argc, argv);
   g_pool = std::make_unique<strata::ThreadPool>(threads);
-  // Q4_0_X16: Q4_0 as models hold it after repacking on AVX-512 VNNI machines.
-  const DType types[] = {DType::F32,  DType::F16,      DType::BF16, DType::Q8_0,
+  // *_X16: Q8_0 and Q4_0 as models hold them after repacking on AVX-512 VNNI machines.
+  const DType types[] = {DType::F32,      DType::F16,  DType::BF16,     DType::Q8_0, DType::Q8_0_X16,
                          DType::Q4_0, DType::Q4_0_X16, DType::Q4_K, DType::Q6_K};
   const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};
   for (DType t : types) {

@@ -37,9 +37,10 @@ constexpr std::array<Entry, 20> kTable = {{
 }};
 
 // Layouts that exist only in memory (core/dtype.h).
-constexpr std::array<Entry, 2> kInternal = {{
+constexpr std::array<Entry, 3> kInternal = {{
     {DType::Q4_0_X16, {"q4_0_x16", 512, 16 * (2 + 16)}},
-    {DType::Q8_0_X16, {"q8_0_x16", 512, 512 + 16 * 4 + 16 * 4}},
+    {DType::Q8_0_X16A, {"q8_0_x16a", 512, 512 + 16 * 4 + 16 * 4}},
+    {DType::Q8_0_X16, {"q8_0_x16", 512, 16 * (2 + 32)}},
 }};
 
 }  // namespace

@@ -35,7 +35,8 @@ enum class DType : uint32_t {
   // and dtype_from_name do not know them): weights repacked at load for faster kernels,
   // and the activation layout their kernels take. See kernels/quant/blocks.h.
   Q4_0_X16 = 64,
-  Q8_0_X16 = 65,
+  Q8_0_X16A = 65,
+  Q8_0_X16 = 66,
 };
 
 struct DTypeInfo {

@@ -110,9 +110,13 @@ TEST(Matmul, SharedInputMatchesSeparateCalls) {
   };
   std::vector<Matrix> ms = {{DType::Q4_0, 37, {}}, {DType::Q8_0, 6, {}}, {DType::F16, 9, {}}, {DType::Q4_0, 16, {}}};
   for (auto& m : ms) m.w = test::random_weights(m.type, m.rows, cols, rng);
-  // The last one in the layout a model repacks Q4_0 into on AVX-512 machines.
-  ms[3].type = repacked_weight_type(DType::Q4_0, cols);
-  if (ms[3].type != DType::Q4_0) repack_weight_rows(DType::Q4_0, ms[3].type, ms[3].w.data(), ms[3].rows, cols);
+  // The Q8_0 one and the last Q4_0 one in the layouts a model repacks them into on
+  // AVX-512 machines (their activation type differs from the file types').
+  for (Matrix* m : {&ms[1], &ms[3]}) {
+    const DType x16 = repacked_weight_type(m->type, cols);
+    if (x16 != m->type) repack_weight_rows(m->type, x16, m->w.data(), m->rows, cols);
+    m->type = x16;
+  }
   ThreadPool one(1), two(2), three(3);
   for (const int64_t n_tokens : {1, 5}) {
     const std::vector<float> x = test::normal_floats(rng, n_tokens * cols);

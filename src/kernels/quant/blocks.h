@@ -61,39 +61,53 @@ struct BlockQ8_K {
   int16_t bsums[kQK_K / 16];
 };
 
-// --- strata-internal layouts (DType::Q4_0_X16 / Q8_0_X16, never in files) ---
+// --- strata-internal layouts (DType::Q4_0_X16, Q8_0_X16, Q8_0_X16A; never in files) ---
 //
-// Q4_0 weights regrouped at load, 16 consecutive blocks of a row per group, so that one
-// 512-bit vpdpbusd lane serves one block: int32 lane b accumulates block b's products
-// while a register of 64 quant bytes holds 4 bytes of each of the 16 blocks. A Q4_0 GEMV
-// in the file layout spends about 13 instructions per two blocks on shuffling nibbles and
-// scales into place; this layout needs about 2 per block (kernels/quant/interleaved_*.cpp).
-// Same size as the 16 Q4_0 blocks it replaces, so a row is repacked in place.
+// Q4_0 and Q8_0 weights regrouped at load, 16 consecutive blocks of a row per group, so
+// that one 512-bit vpdpbusd lane serves one block: int32 lane b accumulates block b's
+// products while a register of 64 quant bytes holds 4 bytes of each of the 16 blocks. A
+// GEMV in the file layout spends about 13 instructions per two blocks on moving quants and
+// scales into place; these layouts need about 2 per block (kernels/quant/interleaved_*.cpp).
+// Each group has the size of the 16 blocks it replaces, so a row is repacked in place.
+inline constexpr int kX16Blocks = 16;
+inline constexpr int kQKX16 = kX16Blocks * kQK8_0;  // 512 elements per group
+
+// Q4_0_X16:
 //   d[b]              fp16 scale of block b
 //   qs[64c + 4b + j]  byte 4c+j of block b's Q4_0 qs (c < 4, j < 4): its low nibble is
 //                     element 4c+j of block b, its high nibble element 16+4c+j.
-inline constexpr int kX16Blocks = 16;
-inline constexpr int kQKX16 = kX16Blocks * kQK8_0;  // 512 elements per group
 struct BlockQ4_0x16 {
   uint16_t d[kX16Blocks];
   uint8_t qs[kQKX16 / 2];
 };
 
-// The activations a Q4_0x16 group multiplies: 16 Q8_0 blocks with their quants in the same
-// lane order, plus what the kernel would otherwise recompute for every weight row.
-//   qs[128c + 4b + j]       element 4c+j of block b      (c < 4, j < 4; pairs low nibbles)
-//   qs[128c + 64 + 4b + j]  element 16+4c+j of block b   (pairs high nibbles)
-//   bias[b]  -8 * (sum of block b's quants): Q4_0 nibbles enter vpdpbusd unsigned
-//            (q + 8), and lane b starts from this to cancel the offset
-//   d[b]     block b's scale as float (exact: converted from its fp16 scale)
+// Q8_0_X16:
+//   d[b]              fp16 scale of block b
+//   qs[64k + 4b + j]  element 4k+j of block b (k < 8, j < 4) plus 128, as an unsigned
+//                     byte (the xor with 0x80 that vpdpbusd's unsigned operand needs,
+//                     done once at load instead of per use).
 struct BlockQ8_0x16 {
+  uint16_t d[kX16Blocks];
+  uint8_t qs[kQKX16];
+};
+
+// The activations both multiply: 16 Q8_0 blocks with their quants in the same lane order,
+// plus what the kernels would otherwise recompute for every weight row.
+//   qs[64k + 4b + j]  element 4k+j of block b (k < 8, j < 4). Vector k pairs with a
+//                     Q8_0_X16 weight vector k, and with the low (k < 4) or high (k >= 4)
+//                     nibbles of Q4_0_X16 byte vector k % 4.
+//   sum[b]   sum of block b's quants: weights enter vpdpbusd unsigned (q + 8 for Q4_0,
+//            q + 128 for Q8_0), and lane b starts from -offset * sum[b] to cancel that
+//   d[b]     block b's scale as float (exact: converted from its fp16 scale)
+struct BlockQ8_0x16A {
   int8_t qs[kQKX16];
-  int32_t bias[kX16Blocks];
+  int32_t sum[kX16Blocks];
   float d[kX16Blocks];
 };
 
 static_assert(sizeof(BlockQ4_0x16) == 288);
-static_assert(sizeof(BlockQ8_0x16) == 640);
+static_assert(sizeof(BlockQ8_0x16) == 544);
+static_assert(sizeof(BlockQ8_0x16A) == 640);
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_K) == 144);

@@ -1,5 +1,5 @@
 // Conversions into and out of the internal interleaved layouts (blocks.h: BlockQ4_0x16,
-// BlockQ8_0x16). Every function takes whole groups: n (elements) a multiple of kQKX16.
+// BlockQ8_0x16, BlockQ8_0x16A). Every function takes whole groups: n (elements) a multiple of kQKX16.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +10,8 @@
 namespace strata::kernels {
 
 // The layout a weight matrix of `type` with rows of `cols` elements is best repacked into
-// on this CPU, or `type` itself when no repacking pays: Q4_0 -> Q4_0_X16 where
-// cpu_kernel_isa() has AVX-512 VNNI and cols is a multiple of kQKX16.
+// on this CPU, or `type` itself when no repacking pays: Q4_0 -> Q4_0_X16 and Q8_0 ->
+// Q8_0_X16 where cpu_kernel_isa() has AVX-512 VNNI and cols is a multiple of kQKX16.
 DType repacked_weight_type(DType type, int64_t cols);
 
 // Rewrites `rows` rows of `cols` elements from `from` to repacked_weight_type(from, cols)
@@ -22,20 +22,18 @@ void repack_weight_rows(DType from, DType to, void* data, int64_t rows, int64_t 
 void arrange_q4_0_x16(const BlockQ4_0* src, BlockQ4_0x16* dst);
 void unarrange_q4_0_x16(const BlockQ4_0x16& src, BlockQ4_0* dst);
 void arrange_q8_0_x16(const BlockQ8_0* src, BlockQ8_0x16* dst);
+void unarrange_q8_0_x16(const BlockQ8_0x16& src, BlockQ8_0* dst);
+void arrange_q8_0_x16a(const BlockQ8_0* src, BlockQ8_0x16A* dst);
 
-// Rewrites `rows` Q4_0 rows of `cols` elements (cols a multiple of kQKX16) as Q4_0_X16 in
-// place: the two layouts have the same size, so row r stays at the same offset.
-void repack_q4_0_rows_to_x16(void* data, int64_t rows, int64_t cols);
-
-// Q8_0_X16 from floats: the Q8_0 quantizer `quantize` (a level's q8_0_from_float; all
+// Q8_0_X16A from floats: the Q8_0 quantizer `quantize` (a level's q8_0_from_float; all
 // levels give identical bytes) on 16 blocks at a time, then arranged.
 template <void (*quantize)(const float*, void*, int64_t)>
-void q8_0_x16_from_float(const float* src, void* dst, int64_t n) {
-  auto* groups = static_cast<BlockQ8_0x16*>(dst);
+void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
+  auto* groups = static_cast<BlockQ8_0x16A*>(dst);
   BlockQ8_0 blocks[kX16Blocks];
   for (int64_t g = 0; g < n / kQKX16; ++g) {
     quantize(src + g * kQKX16, blocks, kQKX16);
-    arrange_q8_0_x16(blocks, groups + g);
+    arrange_q8_0_x16a(blocks, groups + g);
   }
 }
 

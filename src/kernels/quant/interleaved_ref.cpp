@@ -1,12 +1,14 @@
 // The interleaved layouts' byte moves and their scalar reference kernels.
 //
-// ref::q4_0_x16_vec_dot is the exact scalar model of the AVX-512 kernel
-// (interleaved_avx512.cpp), not a double-precision yardstick like the other reference dot
-// products: lane b of a group sums block b's 32 products exactly in int32, starting from
-// the activation's bias[b]; the float steps are acc[b] = fma(d_w[b] * d_a[b], float(lane),
-// acc[b]) over the groups, then the 16 lanes are added as a tree (i + 8, then + 4, + 2,
-// + 1). So the two agree bit for bit (tests/kernels/interleaved_test.cpp), and against
-// Q4_0 in the file layout they differ only by float rounding.
+// ref::q4_0_x16_vec_dot and q8_0_x16_vec_dot are exact scalar models of the AVX-512
+// kernels (interleaved_avx512.cpp), not double-precision yardsticks like the other
+// reference dot products: lane b of a group sums block b's 32 products exactly in int32,
+// starting from -offset * the activation's sum[b] (offset 8 for Q4_0 nibbles, 128 for
+// Q8_0 quants stored unsigned); the float steps are acc[b] = fma(d_w[b] * d_a[b],
+// float(lane), acc[b]) over the groups, then the 16 lanes are added as a tree (i + 8, then
+// + 4, + 2, + 1). So each agrees with its kernel bit for bit
+// (tests/kernels/interleaved_test.cpp), and with the file layout's kernels up to float
+// rounding.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -20,18 +22,41 @@
 namespace strata::kernels {
 
 DType repacked_weight_type(DType type, int64_t cols) {
-  if (type == DType::Q4_0 && cols > 0 && cols % kQKX16 == 0 && cpu_kernel_isa() >= KernelIsa::avx512_vnni) {
-    return DType::Q4_0_X16;
-  }
+  if (cols <= 0 || cols % kQKX16 != 0 || cpu_kernel_isa() < KernelIsa::avx512_vnni) return type;
+  if (type == DType::Q4_0) return DType::Q4_0_X16;
+  if (type == DType::Q8_0) return DType::Q8_0_X16;
   return type;
 }
 
+namespace {
+
+// Rewrites each run of 16 blocks in place as one group (same size).
+template <class Block, class Group, void (*arrange)(const Block*, Group*)>
+void repack_groups(void* data, int64_t n_groups) {
+  static_assert(sizeof(Group) == kX16Blocks * sizeof(Block));
+  auto* p = static_cast<uint8_t*>(data);
+  Block blocks[kX16Blocks];
+  Group out;
+  for (int64_t i = 0; i < n_groups; ++i) {
+    uint8_t* group = p + i * static_cast<int64_t>(sizeof(Group));
+    std::memcpy(blocks, group, sizeof(blocks));
+    arrange(blocks, &out);
+    std::memcpy(group, &out, sizeof(out));
+  }
+}
+
+}  // namespace
+
 void repack_weight_rows(DType from, DType to, void* data, int64_t rows, int64_t cols) {
-  if (from != DType::Q4_0 || to != DType::Q4_0_X16 || rows < 0 || cols < 0 || cols % kQKX16 != 0) {
+  const bool shape_ok = rows >= 0 && cols >= 0 && cols % kQKX16 == 0;
+  if (shape_ok && from == DType::Q4_0 && to == DType::Q4_0_X16) {
+    repack_groups<BlockQ4_0, BlockQ4_0x16, arrange_q4_0_x16>(data, rows * (cols / kQKX16));
+  } else if (shape_ok && from == DType::Q8_0 && to == DType::Q8_0_X16) {
+    repack_groups<BlockQ8_0, BlockQ8_0x16, arrange_q8_0_x16>(data, rows * (cols / kQKX16));
+  } else {
     throw Error("kernels: cannot repack " + std::string(dtype_name(from)) + " rows of " +
                 std::to_string(cols) + " elements as " + std::string(dtype_name(to)));
   }
-  repack_q4_0_rows_to_x16(data, rows, cols);
 }
 
 void arrange_q4_0_x16(const BlockQ4_0* src, BlockQ4_0x16* dst) {
@@ -50,27 +75,31 @@ void unarrange_q4_0_x16(const BlockQ4_0x16& src, BlockQ4_0* dst) {
 
 void arrange_q8_0_x16(const BlockQ8_0* src, BlockQ8_0x16* dst) {
   for (int b = 0; b < kX16Blocks; ++b) {
-    int32_t sum = 0;
-    for (int i = 0; i < kQK8_0; ++i) sum += src[b].qs[i];
-    dst->bias[b] = -8 * sum;
-    dst->d[b] = fp16_to_fp32(src[b].d);
-    for (int c = 0; c < 4; ++c) {
-      std::memcpy(dst->qs + 128 * c + 4 * b, src[b].qs + 4 * c, 4);
-      std::memcpy(dst->qs + 128 * c + 64 + 4 * b, src[b].qs + 16 + 4 * c, 4);
+    dst->d[b] = src[b].d;
+    for (int i = 0; i < kQK8_0; ++i) {
+      dst->qs[64 * (i / 4) + 4 * b + i % 4] = static_cast<uint8_t>(static_cast<uint8_t>(src[b].qs[i]) ^ 0x80);
     }
   }
 }
 
-void repack_q4_0_rows_to_x16(void* data, int64_t rows, int64_t cols) {
-  const int64_t groups = cols / kQKX16;
-  auto* p = static_cast<uint8_t*>(data);
-  BlockQ4_0 blocks[kX16Blocks];
-  for (int64_t i = 0; i < rows * groups; ++i) {
-    uint8_t* group = p + i * static_cast<int64_t>(sizeof(BlockQ4_0x16));
-    std::memcpy(blocks, group, sizeof(blocks));
-    BlockQ4_0x16 out;
-    arrange_q4_0_x16(blocks, &out);
-    std::memcpy(group, &out, sizeof(out));
+void unarrange_q8_0_x16(const BlockQ8_0x16& src, BlockQ8_0* dst) {
+  for (int b = 0; b < kX16Blocks; ++b) {
+    dst[b].d = src.d[b];
+    for (int i = 0; i < kQK8_0; ++i) {
+      dst[b].qs[i] = static_cast<int8_t>(src.qs[64 * (i / 4) + 4 * b + i % 4] ^ 0x80);
+    }
+  }
+}
+
+void arrange_q8_0_x16a(const BlockQ8_0* src, BlockQ8_0x16A* dst) {
+  for (int b = 0; b < kX16Blocks; ++b) {
+    int32_t sum = 0;
+    for (int i = 0; i < kQK8_0; ++i) {
+      sum += src[b].qs[i];
+      dst->qs[64 * (i / 4) + 4 * b + i % 4] = src[b].qs[i];
+    }
+    dst->sum[b] = sum;
+    dst->d[b] = fp16_to_fp32(src[b].d);
   }
 }
 
@@ -96,45 +125,90 @@ void q4_0_x16_from_float(const float* src, void* dst, int64_t n) {
 
 void q8_0_x16_to_float(const void* src, float* dst, int64_t n) {
   const auto* groups = static_cast<const BlockQ8_0x16*>(src);
+  BlockQ8_0 blocks[kX16Blocks];
   for (int64_t g = 0; g < n / kQKX16; ++g) {
-    const BlockQ8_0x16& a = groups[g];
-    float* y = dst + g * kQKX16;
+    unarrange_q8_0_x16(groups[g], blocks);
+    q8_0_to_float(blocks, dst + g * kQKX16, kQKX16);
+  }
+}
+
+void q8_0_x16_from_float(const float* src, void* dst, int64_t n) {
+  auto* groups = static_cast<BlockQ8_0x16*>(dst);
+  BlockQ8_0 blocks[kX16Blocks];
+  for (int64_t g = 0; g < n / kQKX16; ++g) {
+    q8_0_from_float(src + g * kQKX16, blocks, kQKX16);
+    arrange_q8_0_x16(blocks, groups + g);
+  }
+}
+
+void q8_0_x16a_to_float(const void* src, float* dst, int64_t n) {
+  const auto* groups = static_cast<const BlockQ8_0x16A*>(src);
+  for (int64_t g = 0; g < n / kQKX16; ++g) {
     for (int b = 0; b < kX16Blocks; ++b) {
-      for (int c = 0; c < 4; ++c) {
-        for (int j = 0; j < 4; ++j) {
-          y[32 * b + 4 * c + j] = a.d[b] * a.qs[128 * c + 4 * b + j];
-          y[32 * b + 16 + 4 * c + j] = a.d[b] * a.qs[128 * c + 64 + 4 * b + j];
-        }
+      for (int i = 0; i < kQK8_0; ++i) {
+        dst[g * kQKX16 + 32 * b + i] = groups[g].d[b] * groups[g].qs[64 * (i / 4) + 4 * b + i % 4];
       }
     }
   }
 }
 
-void q8_0_x16_from_float(const float* src, void* dst, int64_t n) {
-  kernels::q8_0_x16_from_float<q8_0_from_float>(src, dst, n);
+void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
+  kernels::q8_0_x16a_from_float<q8_0_from_float>(src, dst, n);
 }
 
-float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  const auto* wg = static_cast<const BlockQ4_0x16*>(w);
-  const auto* ag = static_cast<const BlockQ8_0x16*>(a);
+namespace {
+
+// The float steps shared by both weight types (see the top): lane b of each group holds
+// an exact integer dot product; `lane(g, b)` supplies it.
+template <class Lane>
+float reduce_groups(int64_t n_groups, const uint16_t* (*scales)(const void*, int64_t), const void* w,
+                    const BlockQ8_0x16A* ag, Lane lane) {
   float acc[kX16Blocks] = {};
-  for (int64_t g = 0; g < n / kQKX16; ++g) {
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const uint16_t* d = scales(w, g);
     for (int b = 0; b < kX16Blocks; ++b) {
-      int32_t lane = ag[g].bias[b];
-      for (int c = 0; c < 4; ++c) {
-        for (int j = 0; j < 4; ++j) {
-          const int q = wg[g].qs[64 * c + 4 * b + j];
-          lane += (q & 15) * ag[g].qs[128 * c + 4 * b + j] + (q >> 4) * ag[g].qs[128 * c + 64 + 4 * b + j];
-        }
-      }
-      const float scale = fp16_to_fp32(wg[g].d[b]) * ag[g].d[b];
-      acc[b] = std::fma(scale, static_cast<float>(lane), acc[b]);
+      const float scale = fp16_to_fp32(d[b]) * ag[g].d[b];
+      acc[b] = std::fma(scale, static_cast<float>(lane(g, b)), acc[b]);
     }
   }
   for (int width = kX16Blocks / 2; width >= 1; width /= 2) {
     for (int i = 0; i < width; ++i) acc[i] += acc[i + width];
   }
   return acc[0];
+}
+
+template <class Group>
+const uint16_t* group_scales(const void* w, int64_t g) {
+  return static_cast<const Group*>(w)[g].d;
+}
+
+}  // namespace
+
+float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  const auto* wg = static_cast<const BlockQ4_0x16*>(w);
+  const auto* ag = static_cast<const BlockQ8_0x16A*>(a);
+  return reduce_groups(n / kQKX16, group_scales<BlockQ4_0x16>, w, ag, [&](int64_t g, int b) {
+    int32_t lane = -8 * ag[g].sum[b];  // nibbles enter unsigned: q + 8
+    for (int c = 0; c < 4; ++c) {
+      for (int j = 0; j < 4; ++j) {
+        const int q = wg[g].qs[64 * c + 4 * b + j];
+        lane += (q & 15) * ag[g].qs[64 * c + 4 * b + j] + (q >> 4) * ag[g].qs[64 * (c + 4) + 4 * b + j];
+      }
+    }
+    return lane;
+  });
+}
+
+float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  const auto* wg = static_cast<const BlockQ8_0x16*>(w);
+  const auto* ag = static_cast<const BlockQ8_0x16A*>(a);
+  return reduce_groups(n / kQKX16, group_scales<BlockQ8_0x16>, w, ag, [&](int64_t g, int b) {
+    int32_t lane = -128 * ag[g].sum[b];  // quants stored unsigned: q + 128
+    for (int k = 0; k < 8; ++k) {
+      for (int j = 0; j < 4; ++j) lane += wg[g].qs[64 * k + 4 * b + j] * ag[g].qs[64 * k + 4 * b + j];
+    }
+    return lane;
+  });
 }
 
 }  // namespace ref

@@ -26,13 +26,17 @@ void q4_0_to_float(const void* src, float* dst, int64_t n);
 void q4_0_from_float(const float* src, void* dst, int64_t n);
 float q4_0_vec_dot(int64_t n, const void* w, const void* a);
 
-// Internal interleaved layouts (blocks.h), 512-element groups: Q4_0_X16 weights take
-// Q8_0_X16 activations. q4_0_x16_vec_dot is the AVX-512 kernel's exact scalar model.
+// Internal interleaved layouts (blocks.h), 512-element groups: Q4_0_X16 and Q8_0_X16
+// weights take Q8_0_X16A activations. Their vec_dots are the AVX-512 kernels' exact
+// scalar models.
 void q4_0_x16_to_float(const void* src, float* dst, int64_t n);
 void q4_0_x16_from_float(const float* src, void* dst, int64_t n);
 float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q8_0_x16_to_float(const void* src, float* dst, int64_t n);
 void q8_0_x16_from_float(const float* src, void* dst, int64_t n);
+float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q8_0_x16a_to_float(const void* src, float* dst, int64_t n);
+void q8_0_x16a_from_float(const float* src, void* dst, int64_t n);
 
 // 256-element super-blocks; dot products take Q8_K activations.
 void q8_k_to_float(const void* src, float* dst, int64_t n);

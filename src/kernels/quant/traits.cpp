@@ -16,7 +16,7 @@
 namespace strata::kernels {
 namespace {
 
-constexpr size_t kMaxTypeId = 66;  // GGUF ids are small; the internal layouts are 64 and 65
+constexpr size_t kMaxTypeId = 67;  // GGUF ids are small; the internal layouts are 64-66
 using Table = std::array<TypeTraits, kMaxTypeId>;
 
 size_t index_of(DType t) {
@@ -57,6 +57,7 @@ Table build_reference() {
   check_block_size(DType::Q6_K, sizeof(BlockQ6_K), kQK_K);
   check_block_size(DType::Q8_K, sizeof(BlockQ8_K), kQK_K);
   check_block_size(DType::Q4_0_X16, sizeof(BlockQ4_0x16), kQKX16);
+  check_block_size(DType::Q8_0_X16A, sizeof(BlockQ8_0x16A), kQKX16);
   check_block_size(DType::Q8_0_X16, sizeof(BlockQ8_0x16), kQKX16);
   Table t{};
   add(t, {DType::F32, ref::f32_to_float, ref::f32_from_float, DType::F32,
@@ -74,9 +75,11 @@ Table build_reference() {
   add(t, {DType::Q6_K, ref::q6_k_to_float, ref::q6_k_from_float, DType::Q8_K,
               ref::q6_k_vec_dot, gemm_by_vec_dot<ref::q6_k_vec_dot>});
   add(t, {DType::Q8_K, ref::q8_k_to_float, ref::q8_k_from_float, DType::Q8_K, nullptr, nullptr});
-  add(t, {DType::Q4_0_X16, ref::q4_0_x16_to_float, ref::q4_0_x16_from_float, DType::Q8_0_X16,
+  add(t, {DType::Q4_0_X16, ref::q4_0_x16_to_float, ref::q4_0_x16_from_float, DType::Q8_0_X16A,
           ref::q4_0_x16_vec_dot, gemm_by_vec_dot<ref::q4_0_x16_vec_dot>});
-  add(t, {DType::Q8_0_X16, ref::q8_0_x16_to_float, ref::q8_0_x16_from_float, DType::Q8_0_X16,
+  add(t, {DType::Q8_0_X16, ref::q8_0_x16_to_float, ref::q8_0_x16_from_float, DType::Q8_0_X16A,
+          ref::q8_0_x16_vec_dot, gemm_by_vec_dot<ref::q8_0_x16_vec_dot>});
+  add(t, {DType::Q8_0_X16A, ref::q8_0_x16a_to_float, ref::q8_0_x16a_from_float, DType::Q8_0_X16A,
           nullptr, nullptr});
   return t;
 }
@@ -105,7 +108,7 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q4_0)].vec_dot = avx2::q4_0_vec_dot;
   t[index_of(DType::Q4_0)].gemm = avx2::q4_0_gemm;
   t[index_of(DType::Q8_K)].from_float = avx2::q8_k_from_float;
-  t[index_of(DType::Q8_0_X16)].from_float = q8_0_x16_from_float<avx2::q8_0_from_float>;
+  t[index_of(DType::Q8_0_X16A)].from_float = q8_0_x16a_from_float<avx2::q8_0_from_float>;
   t[index_of(DType::Q4_K)].vec_dot = avx2::q4_k_vec_dot;
   t[index_of(DType::Q4_K)].gemm = avx2::q4_k_gemm;
   t[index_of(DType::Q6_K)].vec_dot = avx2::q6_k_vec_dot;
@@ -117,6 +120,8 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q4_0)].gemm = avx512::q4_0_gemm;
   t[index_of(DType::Q4_0_X16)].vec_dot = avx512::q4_0_x16_vec_dot;
   t[index_of(DType::Q4_0_X16)].gemm = avx512::q4_0_x16_gemm;
+  t[index_of(DType::Q8_0_X16)].vec_dot = avx512::q8_0_x16_vec_dot;
+  t[index_of(DType::Q8_0_X16)].gemm = avx512::q8_0_x16_gemm;
   return t;
 }
 
