@@ -25,15 +25,17 @@ void arrange_q8_0_x16(const BlockQ8_0* src, BlockQ8_0x16* dst);
 void unarrange_q8_0_x16(const BlockQ8_0x16& src, BlockQ8_0* dst);
 void arrange_q8_0_x16a(const BlockQ8_0* src, BlockQ8_0x16A* dst);
 
-// Q8_0_X16A from floats: the Q8_0 quantizer `quantize` (a level's q8_0_from_float; all
-// levels give identical bytes) on 16 blocks at a time, then arranged.
-template <void (*quantize)(const float*, void*, int64_t)>
-void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
-  auto* groups = static_cast<BlockQ8_0x16A*>(dst);
-  BlockQ8_0 blocks[kX16Blocks];
+// A group layout from floats: the file block type's quantizer `quantize` on 16 blocks at
+// a time, then `arrange`. For the activations, `quantize` may be any level's
+// q8_0_from_float (all give identical bytes).
+template <class Block, class Group, void (*quantize)(const float*, void*, int64_t),
+          void (*arrange)(const Block*, Group*)>
+void x16_from_float(const float* src, void* dst, int64_t n) {
+  auto* groups = static_cast<Group*>(dst);
+  Block blocks[kX16Blocks];
   for (int64_t g = 0; g < n / kQKX16; ++g) {
     quantize(src + g * kQKX16, blocks, kQKX16);
-    arrange_q8_0_x16a(blocks, groups + g);
+    arrange(blocks, groups + g);
   }
 }
 

@@ -105,40 +105,35 @@ void arrange_q8_0_x16a(const BlockQ8_0* src, BlockQ8_0x16A* dst) {
 
 namespace ref {
 
-void q4_0_x16_to_float(const void* src, float* dst, int64_t n) {
-  const auto* groups = static_cast<const BlockQ4_0x16*>(src);
-  BlockQ4_0 blocks[kX16Blocks];
+namespace {
+
+template <class Block, class Group, void (*unarrange)(const Group&, Block*),
+          void (*to_float)(const void*, float*, int64_t)>
+void x16_to_float(const void* src, float* dst, int64_t n) {
+  const auto* groups = static_cast<const Group*>(src);
+  Block blocks[kX16Blocks];
   for (int64_t g = 0; g < n / kQKX16; ++g) {
-    unarrange_q4_0_x16(groups[g], blocks);
-    q4_0_to_float(blocks, dst + g * kQKX16, kQKX16);
+    unarrange(groups[g], blocks);
+    to_float(blocks, dst + g * kQKX16, kQKX16);
   }
+}
+
+}  // namespace
+
+void q4_0_x16_to_float(const void* src, float* dst, int64_t n) {
+  x16_to_float<BlockQ4_0, BlockQ4_0x16, unarrange_q4_0_x16, q4_0_to_float>(src, dst, n);
 }
 
 void q4_0_x16_from_float(const float* src, void* dst, int64_t n) {
-  auto* groups = static_cast<BlockQ4_0x16*>(dst);
-  BlockQ4_0 blocks[kX16Blocks];
-  for (int64_t g = 0; g < n / kQKX16; ++g) {
-    q4_0_from_float(src + g * kQKX16, blocks, kQKX16);
-    arrange_q4_0_x16(blocks, groups + g);
-  }
+  x16_from_float<BlockQ4_0, BlockQ4_0x16, q4_0_from_float, arrange_q4_0_x16>(src, dst, n);
 }
 
 void q8_0_x16_to_float(const void* src, float* dst, int64_t n) {
-  const auto* groups = static_cast<const BlockQ8_0x16*>(src);
-  BlockQ8_0 blocks[kX16Blocks];
-  for (int64_t g = 0; g < n / kQKX16; ++g) {
-    unarrange_q8_0_x16(groups[g], blocks);
-    q8_0_to_float(blocks, dst + g * kQKX16, kQKX16);
-  }
+  x16_to_float<BlockQ8_0, BlockQ8_0x16, unarrange_q8_0_x16, q8_0_to_float>(src, dst, n);
 }
 
 void q8_0_x16_from_float(const float* src, void* dst, int64_t n) {
-  auto* groups = static_cast<BlockQ8_0x16*>(dst);
-  BlockQ8_0 blocks[kX16Blocks];
-  for (int64_t g = 0; g < n / kQKX16; ++g) {
-    q8_0_from_float(src + g * kQKX16, blocks, kQKX16);
-    arrange_q8_0_x16(blocks, groups + g);
-  }
+  x16_from_float<BlockQ8_0, BlockQ8_0x16, q8_0_from_float, arrange_q8_0_x16>(src, dst, n);
 }
 
 void q8_0_x16a_to_float(const void* src, float* dst, int64_t n) {
@@ -153,7 +148,7 @@ void q8_0_x16a_to_float(const void* src, float* dst, int64_t n) {
 }
 
 void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
-  kernels::q8_0_x16a_from_float<q8_0_from_float>(src, dst, n);
+  x16_from_float<BlockQ8_0, BlockQ8_0x16A, q8_0_from_float, arrange_q8_0_x16a>(src, dst, n);
 }
 
 namespace {
