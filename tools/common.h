@@ -26,7 +26,7 @@ struct EngineFlags {
   std::string trace;  // --trace FILE.json; empty = off
   HeadMapOptions sparse;  // sparse attention (--sparse-heads, --retrieval-ratio, --sink, --window)
   bool mmap = false;      // --mmap: use the weights in place from a file mapping
-  bool no_repack = false;  // --no-repack: keep Q4_0 weights in the file's layout
+  bool no_repack = false;  // --no-repack: keep Q4_0/Q8_0 weights in the file's layout
 
   // `chunk_flag`: the serving commands take --prefill-chunk from ServingFlags instead.
   void add(CLI::App& cmd, bool chunk_flag = true) {
@@ -37,7 +37,7 @@ struct EngineFlags {
                  "map the model file instead of reading it into huge-page memory "
                  "(less resident memory, slower decode)");
     cmd.add_flag("--no-repack", no_repack,
-                 "keep weights in the file's block layout instead of repacking Q4_0 for the "
+                 "keep weights in the file's block layout instead of repacking Q4_0/Q8_0 for the "
                  "AVX-512 kernels at load (slower decode; same results up to float rounding)");
     cmd.add_option("-c,--ctx", ctx, "context length (default: the model's)");
     if (chunk_flag) {
