@@ -1,7 +1,8 @@
 // The attention tile fold (attention/tile_kernels.h) per instruction set, KV type and
 // working set: one KV head's query rows (GQA 32/4, head_dim 64, 16-slot blocks, the
-// llama-1b shape; rows:8 = one token's 8 query heads as in decode, rows:32 = a prefill
-// group of 4 tokens) folded over `blocks` consecutive tiles. blocks:1 keeps the tile in L1
+// llama-1b shape; rows:8 = one token's 8 query heads as in decode, rows:32/64/128 =
+// prefill groups of 4/8/16 tokens, paged attention's kQueryTile now being 16) folded over
+// `blocks` consecutive tiles. blocks:1 keeps the tile in L1
 // (the kernel's arithmetic); blocks:16384 (f32: 128 MiB) streams from memory, with the
 // next tile prefetched as paged attention does.
 //
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
   for (const TileKernels* k : sets) {
     for (bool f16 : {false, true}) {
       for (int64_t blocks : {1, 16384}) {
-        for (int64_t rows : {8, 32, 64}) {
+        for (int64_t rows : {8, 32, 64, 128}) {
           const std::string name = std::string("fold/") + k->name + (f16 ? "/f16" : "/f32") +
                                    "/blocks:" + std::to_string(blocks) + "/rows:" + std::to_string(rows);
           benchmark::RegisterBenchmark(name.c_str(), bm_fold, k, f16, blocks, rows);

@@ -5,9 +5,11 @@
 // touched in memory), fma, max, fixed-order horizontal max/sum, rounding to the nearest
 // integer and times_pow2 (y * 2^n for integral n) for exp_clamped below.
 //
-// Per query row the arithmetic is the reference's: scores as two fma chains over d (even
-// and odd d) with one lane per key, then the online-softmax update, then acc * c plus p_j
-// v_j for j in order, column strip by column strip. Rows are processed in register
+// Per query row the steps are the reference's: scores as two fma chains over d (even and
+// odd d) with one lane per key, then the online-softmax update, then acc * c plus p_j v_j
+// for j in order, column strip by column strip. The roundings differ (a polynomial exp,
+// a fixed-order horizontal sum of the p_j, the sum update as one fma), so results agree
+// with the reference to float tolerance, not bit for bit. Rows are processed in register
 // groups, but no row's result depends on which other rows share its group.
 #pragma once
 
@@ -135,8 +137,9 @@ void fold_elems(const FoldTile& f) {
   if constexpr (V::W == 16) {
     // 16 rows at once, one lane per row for the maxima, corrections and sums (see
     // Avx512Vec::transpose_reduce): one row at a time, each row's chain of horizontal
-    // reductions and exps ran nearly serially and cost more than its 128 fmas. Every
-    // value is the one the per-row loop below computes.
+    // reductions and exps ran nearly serially and cost more than its 128 fmas. For finite
+    // scores every value is the one the per-row loop below computes (with a NaN score the
+    // two may disagree on whether the row's max is NaN).
     for (; r + 16 <= f.n_q; r += 16) {
       typename V::F v[16];
       for (int i = 0; i < 16; ++i) {

@@ -1,7 +1,7 @@
 // The attention tile folds: the scalar reference against a plain softmax in double, and
 // the AVX2 / AVX-512 folds against the reference, over several tiles (so the running
 // max, sum and accumulator are rescaled), partial tiles, head dimensions with and without
-// SIMD tails, block sizes below, at and above a vector, and 1-70 query rows.
+// SIMD tails, block sizes below, at and above a vector, and 1-128 query rows.
 #include "attention/tile_kernels.h"
 
 #include <gtest/gtest.h>
@@ -88,6 +88,7 @@ const std::vector<Case>& cases() {
       // Prefill-sized row counts: the AVX-512 fold's 16-row softmax and f16 tile widening,
       // with remainders and more rows than one correction group (64).
       {64, 16, 16, 100}, {64, 16, 33, 70}, {64, 16, 64, 200}, {17, 5, 20, 23}, {64, 32, 70, 90},
+      {64, 16, 128, 40},  // a 16-token prefill group at llama-1b's GQA ratio
   };
   return cs;
 }

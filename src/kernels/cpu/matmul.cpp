@@ -50,8 +50,13 @@ void compute_rows(const MatmulPlan& p, int64_t r0, int64_t r1) {
 // half-and-half split the thread that got less of the bandwidth left the other waiting.
 // Every chunk starts a new stream the prefetchers must pick up, so chunks stay large: a
 // Q4_0_X16 GEMV from DRAM (kernels_matmul_bench matmul_dram, 2 threads) streamed 38-47
-// GB/s with 32-row chunks, 44-49 with 128 rows, 46-50 with 512.
+// GB/s with 32-row chunks, 44-49 with 128 rows, 46-50 with 512. With many threads the
+// minimum shrinks so that every thread still gets work (at least two chunks each).
 constexpr int64_t kGuidedGrain = 64;
+
+int64_t guided_grain(int64_t n_groups, int n_threads) {
+  return std::clamp<int64_t>(n_groups / (2 * static_cast<int64_t>(n_threads)), 1, kGuidedGrain);
+}
 
 // At most this many matrices share one input (Q, K, V).
 constexpr size_t kMaxJobs = 4;
@@ -141,7 +146,7 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
   }
 
   const size_t n_plans = jobs.size();
-  pool.parallel_for_guided(n_groups, kGuidedGrain, [&](int64_t g0, int64_t g1) {
+  pool.parallel_for_guided(n_groups, guided_grain(n_groups, pool.size()), [&](int64_t g0, int64_t g1) {
     for (size_t j = 0; j < n_plans; ++j) {
       const MatmulPlan& p = plans[j];
       const int64_t b = std::max(g0, p.first_group), e = std::min(g1, p.first_group + p.n_groups);

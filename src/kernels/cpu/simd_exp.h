@@ -10,7 +10,7 @@ namespace strata::kernels::simd {
 // times 2^n (n >= -116, so the result stays a normal float).
 template <class V>
 inline typename V::F exp_clamped(typename V::F x) {
-  x = V::max(x, V::set1(-80.0f));
+  x = V::max(V::set1(-80.0f), x);  // this order lets a NaN through (max returns its second operand)
   const auto n = V::round_nearest(V::mul(x, V::set1(1.44269504088896341f)));
   auto r = V::fma(n, V::set1(-0.693359375f), x);
   r = V::fma(n, V::set1(2.12194440e-4f), r);
