@@ -3,20 +3,21 @@
 
 #include "attention/fold_simd.h"
 #include "attention/tile_kernels.h"
+#include "kernels/cpu/simd_avx2.h"
 
 namespace strata::attention::avx2 {
 namespace {
 
-struct Avx2Vec {
+// The arithmetic comes from kernels::simd::Avx2Float; this adds masks, loads, stores and
+// the horizontal reductions the fold needs.
+struct Avx2Vec : kernels::simd::Avx2Float {
   static constexpr int64_t W = 8;
-  using F = __m256;
   using Mask = __m256i;  // all-ones lanes are in
   static Mask first(int64_t n) {
     const int32_t k = static_cast<int32_t>(std::clamp<int64_t>(n, 0, W));
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
   static F zero() { return _mm256_setzero_ps(); }
-  static F set1(float x) { return _mm256_set1_ps(x); }
   static F load(const float* p) { return _mm256_loadu_ps(p); }
   static F maskz_load(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
   static F load_elems(const float* p, Mask m, int64_t) { return _mm256_maskload_ps(p, m); }
@@ -32,11 +33,6 @@ struct Avx2Vec {
   static void store(float* p, F x) { _mm256_storeu_ps(p, x); }
   static void mask_store(float* p, Mask m, F x) { _mm256_maskstore_ps(p, m, x); }
   static F zero_outside(F x, Mask m) { return _mm256_and_ps(x, _mm256_castsi256_ps(m)); }
-  static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
-  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
-  static F add(F a, F b) { return _mm256_add_ps(a, b); }
-  static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
-  static F max(F a, F b) { return _mm256_max_ps(a, b); }
   static float first_lane(F x) { return _mm256_cvtss_f32(x); }
   static float reduce_max(F v) {
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -49,12 +45,6 @@ struct Avx2Vec {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
     return _mm_cvtss_f32(s);
-  }
-  static F round_nearest(F x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  // y * 2^n with n integral in [-126, 127]: n placed in the exponent bits.
-  static F times_pow2(F y, F n) {
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
   }
 };
 

@@ -6,24 +6,11 @@
 #include <cmath>
 
 #include "kernels/cpu/ops_avx2.h"
+#include "kernels/cpu/simd_avx2.h"
 #include "kernels/cpu/simd_exp.h"
 
 namespace strata::kernels::avx2 {
 namespace {
-
-struct Vec8 {  // what simd::exp_clamped needs
-  using F = __m256;
-  static F set1(float x) { return _mm256_set1_ps(x); }
-  static F add(F a, F b) { return _mm256_add_ps(a, b); }
-  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
-  static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
-  static F max(F a, F b) { return _mm256_max_ps(a, b); }
-  static F round_nearest(F x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static F times_pow2(F y, F n) {  // n integral in [-126, 127]: placed in the exponent bits
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-  }
-};
 
 // silu(g) * u with t = exp(-|g|) <= 1, so exp_clamped's domain: silu(g) = g / (1 + t) for
 // g >= 0 and g * t / (1 + t) below. Below g = -80, t stops at exp(-80) and silu(g) at
@@ -31,7 +18,7 @@ struct Vec8 {  // what simd::exp_clamped needs
 // other term of the model.
 inline __m256 swiglu8(__m256 g, __m256 u) {
   const __m256 abs_g = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), g);
-  const __m256 t = simd::exp_clamped<Vec8>(_mm256_sub_ps(_mm256_setzero_ps(), abs_g));
+  const __m256 t = simd::exp_clamped<simd::Avx2Float>(_mm256_sub_ps(_mm256_setzero_ps(), abs_g));
   const __m256 num = _mm256_blendv_ps(g, _mm256_mul_ps(g, t), g);  // sign bit set: g * t
   return _mm256_mul_ps(_mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), t)), u);
 }
