@@ -2,9 +2,9 @@
 // working set: one KV head's query rows (GQA 32/4, head_dim 64, 16-slot blocks, the
 // llama-1b shape; rows:8 = one token's 8 query heads as in decode, rows:32/64/128 =
 // prefill groups of 4/8/16 tokens, paged attention's kQueryTile now being 16) folded over
-// `blocks` consecutive tiles. blocks:1 keeps the tile in L1
-// (the kernel's arithmetic); blocks:16384 (f32: 128 MiB) streams from memory, with the
-// next tile prefetched as paged attention does.
+// `blocks` consecutive tiles, kMaxFoldBlocks per fold as paged attention does. blocks:4
+// keeps the tiles in L1 (the kernel's arithmetic); blocks:16384 (f32: 128 MiB) streams
+// from memory, with the next fold's tiles prefetched as paged attention does.
 //
 // Counters: `flops` = 2 x 2 x rows x keys x head_dim (scores and values) as a rate,
 // `kv` = K/V bytes read as a rate.
@@ -49,7 +49,7 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
   }
   const auto rows = static_cast<size_t>(kRows);
   std::vector<float> q(rows * kHeadDim), acc(rows * kHeadDim), mx(rows), sum(rows),
-      p(rows * strata::attention::padded_block(kBlock));
+      p(rows * strata::attention::fold_scratch_row(kBlock));
   for (auto& x : q) x = normal(rng);
   int64_t b = 0;
   for (auto _ : state) {
@@ -58,21 +58,27 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
       std::fill(sum.begin(), sum.end(), 0.0f);
       std::fill(acc.begin(), acc.end(), 0.0f);
     }
-    const int64_t next = (b + 1) % blocks;  // 2 or 4 tiles ahead measured no better
-    for (size_t off = 0; off < tile_bytes; off += 64) {
-      strata::prefetch_l1(k.data() + static_cast<size_t>(next) * tile_bytes + off);
-      strata::prefetch_l1(v.data() + static_cast<size_t>(next) * tile_bytes + off);
+    constexpr int64_t kPer = strata::attention::kMaxFoldBlocks;
+    const int64_t next = (b + kPer) % blocks;
+    for (int64_t nb = next; nb < next + kPer; ++nb) {
+      for (size_t off = 0; off < tile_bytes; off += 64) {
+        strata::prefetch_l1(k.data() + static_cast<size_t>(nb) * tile_bytes + off);
+        strata::prefetch_l1(v.data() + static_cast<size_t>(nb) * tile_bytes + off);
+      }
     }
     FoldTile t;
     t.q = q.data();
     t.n_q = kRows;
-    t.kt = k.data() + static_cast<size_t>(b) * tile_bytes;
-    t.v = v.data() + static_cast<size_t>(b) * tile_bytes;
+    t.n_blocks = static_cast<int>(kPer);
+    for (int64_t i = 0; i < kPer; ++i) {
+      t.kt[i] = k.data() + static_cast<size_t>(b + i) * tile_bytes;
+      t.v[i] = v.data() + static_cast<size_t>(b + i) * tile_bytes;
+    }
     t.f16 = f16;
     t.block_size = kBlock;
     t.head_dim = kHeadDim;
     t.j0 = 0;
-    t.j1 = kBlock;
+    t.j1 = kPer * kBlock;
     t.scale = 0.125f;
     t.max = mx.data();
     t.sum = sum.data();
@@ -82,9 +88,10 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
     benchmark::DoNotOptimize(acc.data());
     b = next;
   }
-  state.counters["flops"] = benchmark::Counter(4.0 * static_cast<double>(kRows * kBlock * kHeadDim),
+  const auto per = static_cast<double>(strata::attention::kMaxFoldBlocks);
+  state.counters["flops"] = benchmark::Counter(4.0 * per * static_cast<double>(kRows * kBlock * kHeadDim),
                                                benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["kv"] = benchmark::Counter(2.0 * static_cast<double>(tile_bytes),
+  state.counters["kv"] = benchmark::Counter(2.0 * per * static_cast<double>(tile_bytes),
                                             benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -100,7 +107,7 @@ int main(int argc, char** argv) {
   if (isa >= strata::kernels::KernelIsa::avx512_vnni) sets.push_back(&avx512);
   for (const TileKernels* k : sets) {
     for (bool f16 : {false, true}) {
-      for (int64_t blocks : {1, 16384}) {
+      for (int64_t blocks : {strata::attention::kMaxFoldBlocks, 16384}) {
         for (int64_t rows : {8, 32, 64, 128}) {
           const std::string name = std::string("fold/") + k->name + (f16 ? "/f16" : "/f32") +
                                    "/blocks:" + std::to_string(blocks) + "/rows:" + std::to_string(rows);

@@ -1,12 +1,13 @@
-// The SIMD fold of one K/V tile (see tile_kernels.h), written once over a vector type V
-// (Avx2Vec in tile_kernels_avx2.cpp, Avx512Vec in tile_kernels_avx512.cpp) and included
+// The SIMD fold of a run of K/V tiles (see tile_kernels.h), written once over a vector
+// type V (Avx2Vec in tile_kernels_avx2.cpp, Avx512Vec in tile_kernels_avx512.cpp) and included
 // only by those files. V provides W lanes of float with masked loads/stores, loads of
 // float or half tile elements (load_elems: lanes past n_valid read as 0 and are never
 // touched in memory), fma, max, fixed-order horizontal max/sum, rounding to the nearest
-// integer and times_pow2 (y * 2^n for integral n) for exp_clamped below.
+// integer and times_pow2 (y * 2^n for integral n) for exp_clamped below, and kScoreRows,
+// the query rows per score pass (4 key columns each; 4 x kScoreRows accumulators).
 //
-// Per query row the steps are the reference's: scores as two fma chains over d (even and
-// odd d) with one lane per key, then the online-softmax update, then acc * c plus p_j v_j
+// Per query row the steps are the reference's: scores as one fma chain over d with one
+// lane per key, then the online-softmax update, then acc * c plus p_j v_j
 // for j in order, column strip by column strip. The roundings differ (a polynomial exp,
 // a fixed-order horizontal sum of the p_j, the sum update as one fma), so results agree
 // with the reference to float tolerance, not bit for bit. Rows are processed in register
@@ -24,39 +25,92 @@ namespace strata::attention::simd {
 
 using kernels::simd::exp_clamped;
 
-// Scores of R query rows against keys [c, c + W) of the tile (lanes past the tile's end
-// masked off), scaled, stored to p rows (stride ldp) at column c.
-template <class V, class Elem, int R>
-inline void scores_rows(const float* q, int64_t hd, const Elem* kc, int64_t bs,
-                        typename V::Mask m, int64_t n_valid, float scale, float* p, int64_t ldp) {
-  typename V::F even[R], odd[R];
+// Up to W consecutive keys of a fold that lie in one block: where their elements are and
+// where their scores go.
+template <class Elem>
+struct KeyColumn {
+  const Elem* k = nullptr;  // element d of lane i at k[d * block_size + i]
+  int64_t n_valid = 0;      // lanes that are keys; the rest load as 0 and are never touched
+  int64_t p_off = 0;        // the first key's score column (keys from j0)
+};
+
+// The fold's keys as columns, in order: one per W keys of a block (fewer at a block's or
+// the fold's end). A column's scores are stored as a whole vector, so a short column's
+// spare lanes land where the next column's scores go and are overwritten by them.
+template <class V, class Elem>
+class KeyColumns {
+ public:
+  explicit KeyColumns(const FoldTile& f) : f_(f), j_(f.j0) {}
+  // Writes up to n next columns to out; returns how many.
+  int next(KeyColumn<Elem>* out, int n) {
+    int k = 0;
+    const int64_t bs = f_.block_size;
+    while (k < n && j_ < f_.j1) {
+      const int64_t b = j_ / bs, slot = j_ % bs;
+      const int64_t len = std::min({V::W, bs - slot, f_.j1 - j_});
+      out[k++] = {static_cast<const Elem*>(f_.kt[b]) + slot, len, j_ - f_.j0};
+      j_ += len;
+    }
+    return k;
+  }
+
+ private:
+  const FoldTile& f_;
+  int64_t j_;
+};
+
+// Scores of R query rows against C key columns: R x C accumulators, each a chain of fmas
+// over d in order; every query element loaded feeds C columns and every key vector R rows.
+template <class V, class Elem, int R, int C>
+inline void scores_tile(const float* q, int64_t hd, int64_t bs, const KeyColumn<Elem>* col,
+                        float scale, float* p, int64_t ldp) {
+  typename V::Mask m[C];
+#pragma GCC unroll 4
+  for (int c = 0; c < C; ++c) m[c] = V::first(col[c].n_valid);
+  typename V::F a[R][C];
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) even[r] = odd[r] = V::zero();
-  int64_t d = 0;
-  for (; d + 1 < hd; d += 2) {
-    const auto k0 = V::load_elems(kc + d * bs, m, n_valid);
-    const auto k1 = V::load_elems(kc + (d + 1) * bs, m, n_valid);
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) a[r][c] = V::zero();
+  for (int64_t d = 0; d < hd; ++d) {
+    typename V::F k[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) k[c] = V::load_elems(col[c].k + d * bs, m[c], col[c].n_valid);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      even[r] = V::fma(V::set1(q[r * hd + d]), k0, even[r]);
-      odd[r] = V::fma(V::set1(q[r * hd + d + 1]), k1, odd[r]);
+      const auto qd = V::set1(q[r * hd + d]);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) a[r][c] = V::fma(qd, k[c], a[r][c]);
     }
-  }
-  if (d < hd) {
-    const auto k0 = V::load_elems(kc + d * bs, m, n_valid);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) even[r] = V::fma(V::set1(q[r * hd + d]), k0, even[r]);
   }
   const auto s = V::set1(scale);
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) V::store(p + r * ldp, V::mul(V::add(even[r], odd[r]), s));
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) V::store(p + r * ldp + col[c].p_off, V::mul(a[r][c], s));
 }
 
-// acc rows (R of them, stride hd) over columns [d0, d0 + 4W) clipped to hd:
-// acc = acc * c_r + sum_j p_r[j] * v_j[d], j in [0, n).
+// Rows [0, n_rows) against C columns, kScoreRows rows per pass, then the remainder.
+template <class V, class Elem, int C, int R = V::kScoreRows>
+inline void scores_rows(int64_t n_rows, const float* q, int64_t hd, int64_t bs,
+                        const KeyColumn<Elem>* col, float scale, float* p, int64_t ldp) {
+  if constexpr (R == V::kScoreRows) {
+    for (; n_rows >= R; n_rows -= R, q += R * hd, p += R * ldp) {
+      scores_tile<V, Elem, R, C>(q, hd, bs, col, scale, p, ldp);
+    }
+  }
+  if constexpr (R > 1) {
+    if (n_rows == R - 1) return scores_tile<V, Elem, R - 1, C>(q, hd, bs, col, scale, p, ldp);
+    scores_rows<V, Elem, C, R - 1>(n_rows, q, hd, bs, col, scale, p, ldp);
+  }
+}
+
+// acc rows (R of them, stride hd, all with n keys) over columns [d0, d0 + 4W) clipped to
+// hd: acc = acc * c_r + sum_j p_r[j] * v_j[d], j in order over the fold's keys.
 template <class V, class Elem, int R>
-inline void accumulate_rows(const float* p, int64_t ldp, const Elem* v, int64_t n, int64_t hd,
-                            int64_t d0, const float* c, float* acc) {
+inline void accumulate_rows(const float* p, int64_t ldp, const FoldTile& f, int64_t n, int64_t d0,
+                            const float* c, float* acc) {
+  const int64_t hd = f.head_dim, bs = f.block_size;
   typename V::Mask mk[4];
 #pragma GCC unroll 4
   for (int k = 0; k < 4; ++k) mk[k] = V::first(hd - d0 - k * V::W);
@@ -67,16 +121,21 @@ inline void accumulate_rows(const float* p, int64_t ldp, const Elem* v, int64_t 
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) a[r][k] = V::mul(V::maskz_load(acc + r * hd + d0 + k * V::W, mk[k]), cr);
   }
-  for (int64_t j = 0; j < n; ++j) {
-    const Elem* vj = v + j * hd + d0;
-    typename V::F vk[4];
+  for (int64_t j = 0; j < n;) {  // block by block
+    const int64_t key = f.j0 + j, slot = key % bs;
+    const int64_t len = std::min(bs - slot, n - j);
+    const Elem* vb = static_cast<const Elem*>(f.v[key / bs]) + slot * hd + d0;
+    for (int64_t i = 0; i < len; ++i, ++j) {
+      const Elem* vj = vb + i * hd;
+      typename V::F vk[4];
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) vk[k] = V::load_elems(vj + k * V::W, mk[k], hd - d0 - k * V::W);
+      for (int k = 0; k < 4; ++k) vk[k] = V::load_elems(vj + k * V::W, mk[k], hd - d0 - k * V::W);
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const auto pj = V::set1(p[r * ldp + j]);
+      for (int r = 0; r < R; ++r) {
+        const auto pj = V::set1(p[r * ldp + j]);
 #pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) a[r][k] = V::fma(pj, vk[k], a[r][k]);
+        for (int k = 0; k < 4; ++k) a[r][k] = V::fma(pj, vk[k], a[r][k]);
+      }
     }
   }
 #pragma GCC unroll 8
@@ -87,49 +146,46 @@ inline void accumulate_rows(const float* p, int64_t ldp, const Elem* v, int64_t 
 
 template <class V, class Elem>
 void fold_elems(const FoldTile& f) {
-  const int64_t n = f.j1 - f.j0, hd = f.head_dim, bs = f.block_size;
-  const auto* kt = static_cast<const Elem*>(f.kt);
-  const auto* vt = static_cast<const Elem*>(f.v);
-  const int64_t ldp = padded_block(bs);
-  // 1. Scores, W keys at a time, up to 8 rows per pass (16 fma chains in flight).
-  for (int64_t c = 0; c < n; c += V::W) {
-    const auto m = V::first(n - c);
-    const Elem* kc = kt + f.j0 + c;
-    for (int64_t r0 = 0; r0 < f.n_q; r0 += 8) {
-      const float* q = f.q + r0 * hd;
-      float* p = f.p + r0 * ldp + c;
-      switch (std::min<int64_t>(8, f.n_q - r0)) {
-        case 8: scores_rows<V, Elem, 8>(q, hd, kc, bs, m, n - c, f.scale, p, ldp); break;
-        case 7: scores_rows<V, Elem, 7>(q, hd, kc, bs, m, n - c, f.scale, p, ldp); break;
-        case 6: scores_rows<V, Elem, 6>(q, hd, kc, bs, m, n - c, f.scale, p, ldp); break;
-        case 5: scores_rows<V, Elem, 5>(q, hd, kc, bs, m, n - c, f.scale, p, ldp); break;
-        case 4: scores_rows<V, Elem, 4>(q, hd, kc, bs, m, n - c, f.scale, p, ldp); break;
-        case 3: scores_rows<V, Elem, 3>(q, hd, kc, bs, m, n - c, f.scale, p, ldp); break;
-        case 2: scores_rows<V, Elem, 2>(q, hd, kc, bs, m, n - c, f.scale, p, ldp); break;
-        default: scores_rows<V, Elem, 1>(q, hd, kc, bs, m, n - c, f.scale, p, ldp); break;
+  const int64_t hd = f.head_dim, bs = f.block_size;
+  const int64_t ldp = fold_scratch_row(bs);
+  // 1. Scores, up to 4 key columns x kScoreRows rows per pass. Every row gets the scores
+  // of all the fold's keys; its softmax below reads only its own (row_keys).
+  {
+    KeyColumns<V, Elem> columns(f);
+    KeyColumn<Elem> col[4];
+    for (int nc; (nc = columns.next(col, 4)) > 0;) {
+      switch (nc) {
+        case 4: scores_rows<V, Elem, 4>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp); break;
+        case 3: scores_rows<V, Elem, 3>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp); break;
+        case 2: scores_rows<V, Elem, 2>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp); break;
+        default: scores_rows<V, Elem, 1>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp); break;
       }
     }
   }
-  // 2. The online-softmax update per row; p becomes exp(s - m), 0 past the tile's end.
+  // 2. The online-softmax update per row; p becomes exp(s - m) over the row's keys.
   constexpr int64_t kMaxRows = 64;
   float corr[kMaxRows];
   // 3. acc = acc * c + P V for rows [r / kMaxRows * kMaxRows, r] once their corrections
-  // are ready (r the last row of a kMaxRows group, or of the tile), 4 rows at a time.
+  // are ready (r the last row of a kMaxRows group, or of the tile), up to 4 rows with the
+  // same keys at a time (so no row multiplies a value past its own keys, even by 0).
   auto accumulate_through = [&](int64_t r) {
     const int64_t g0 = r / kMaxRows * kMaxRows, g1 = r + 1;
-    for (int64_t d0 = 0; d0 < hd; d0 += 4 * V::W) {
-      for (int64_t r0 = g0; r0 < g1; r0 += 4) {
-        const float* pr = f.p + r0 * ldp;
-        const Elem* v = vt + f.j0 * hd;
-        const float* cr0 = corr + (r0 - g0);
-        float* acc = f.acc + r0 * hd;
-        switch (std::min<int64_t>(4, g1 - r0)) {
-          case 4: accumulate_rows<V, Elem, 4>(pr, ldp, v, n, hd, d0, cr0, acc); break;
-          case 3: accumulate_rows<V, Elem, 3>(pr, ldp, v, n, hd, d0, cr0, acc); break;
-          case 2: accumulate_rows<V, Elem, 2>(pr, ldp, v, n, hd, d0, cr0, acc); break;
-          default: accumulate_rows<V, Elem, 1>(pr, ldp, v, n, hd, d0, cr0, acc); break;
+    for (int64_t r0 = g0; r0 < g1;) {
+      const int64_t nk = f.row_keys(r0);
+      int64_t r1 = r0 + 1;
+      while (r1 < g1 && r1 - r0 < 4 && f.row_keys(r1) == nk) ++r1;
+      const float* pr = f.p + r0 * ldp;
+      const float* cr0 = corr + (r0 - g0);
+      float* acc = f.acc + r0 * hd;
+      for (int64_t d0 = 0; d0 < hd; d0 += 4 * V::W) {
+        switch (r1 - r0) {
+          case 4: accumulate_rows<V, Elem, 4>(pr, ldp, f, nk, d0, cr0, acc); break;
+          case 3: accumulate_rows<V, Elem, 3>(pr, ldp, f, nk, d0, cr0, acc); break;
+          case 2: accumulate_rows<V, Elem, 2>(pr, ldp, f, nk, d0, cr0, acc); break;
+          default: accumulate_rows<V, Elem, 1>(pr, ldp, f, nk, d0, cr0, acc); break;
         }
       }
+      r0 = r1;
     }
   };
   auto ready = [&](int64_t r) { return r % kMaxRows == kMaxRows - 1 || r + 1 == f.n_q; };
@@ -142,10 +198,12 @@ void fold_elems(const FoldTile& f) {
     // two may disagree on whether the row's max is NaN).
     for (; r + 16 <= f.n_q; r += 16) {
       typename V::F v[16];
+      int64_t nk[16];
       for (int i = 0; i < 16; ++i) {
+        nk[i] = f.row_keys(r + i);
         const float* p = f.p + (r + i) * ldp;
-        v[i] = V::load_or_neg_inf(p, V::first(n));
-        for (int64_t c = V::W; c < n; c += V::W) v[i] = V::max(v[i], V::load_or_neg_inf(p + c, V::first(n - c)));
+        v[i] = V::load_or_neg_inf(p, V::first(nk[i]));
+        for (int64_t c = V::W; c < nk[i]; c += V::W) v[i] = V::max(v[i], V::load_or_neg_inf(p + c, V::first(nk[i] - c)));
       }
       const auto old_max = V::load(f.max + r);
       const auto m = V::max(old_max, V::transpose_reduce(v, [](auto a, auto b) { return V::max(a, b); }));
@@ -154,8 +212,8 @@ void fold_elems(const FoldTile& f) {
         float* p = f.p + (r + i) * ldp;
         const auto vm = V::broadcast_lane(m, i);
         auto vsum = V::zero();
-        for (int64_t c = 0; c < n; c += V::W) {
-          const auto e = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c), vm)), V::first(n - c));
+        for (int64_t c = 0; c < nk[i]; c += V::W) {
+          const auto e = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c), vm)), V::first(nk[i] - c));
           V::store(p + c, e);
           vsum = V::add(vsum, e);
         }
@@ -169,15 +227,16 @@ void fold_elems(const FoldTile& f) {
     }
   }
   for (; r < f.n_q; ++r) {
+    const int64_t nk = f.row_keys(r);
     float* p = f.p + r * ldp;
     auto vmax = V::set1(f.max[r]);
-    for (int64_t c = 0; c < n; c += V::W) vmax = V::max(vmax, V::load_or_neg_inf(p + c, V::first(n - c)));
+    for (int64_t c = 0; c < nk; c += V::W) vmax = V::max(vmax, V::load_or_neg_inf(p + c, V::first(nk - c)));
     const float m = V::reduce_max(vmax);
     const float cr = V::first_lane(exp_clamped<V>(V::set1(f.max[r] - m)));
     auto vsum = V::zero();
     const auto vm = V::set1(m);
-    for (int64_t c = 0; c < n; c += V::W) {
-      const auto mask = V::first(n - c);
+    for (int64_t c = 0; c < nk; c += V::W) {
+      const auto mask = V::first(nk - c);
       const auto e = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c), vm)), mask);
       V::store(p + c, e);
       vsum = V::add(vsum, e);
@@ -194,26 +253,33 @@ inline void widen(const uint16_t* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; i += V::W) V::mask_store(dst + i, V::first(n - i), V::load_elems(src + i, V::first(n - i), n - i));
 }
 
-// Tiles this small (keys + values) are widened to float on the stack for prefill.
-constexpr int64_t kMaxWidenedTile = 4096;
+// Folds whose tiles (keys + values, all blocks) are this small are widened to float on
+// the stack for prefill: 32 KiB, four blocks at llama-1b's shape.
+constexpr int64_t kMaxWidenedTile = 8192;
 
 template <class V>
 void fold(const FoldTile& f) {
   if (!f.f16) return fold_elems<V, float>(f);
   // With many rows (prefill: kQueryTile tokens x the heads of a KV head), converting the
-  // f16 tile once beats converting it as it is loaded: keys are loaded once per 8 rows and
-  // values once per 4, and each conversion takes an FP-port slot from the fmas. The
-  // conversion is exact, so the result is the same bits either way.
-  const int64_t n_k = f.head_dim * f.block_size;
-  if (f.n_q < 16 || 2 * n_k > kMaxWidenedTile) return fold_elems<V, uint16_t>(f);
-  alignas(64) float tile[kMaxWidenedTile];
-  widen<V>(static_cast<const uint16_t*>(f.kt), tile, n_k);
-  const int64_t n = f.j1 - f.j0;
-  widen<V>(static_cast<const uint16_t*>(f.v) + f.j0 * f.head_dim, tile + n_k + f.j0 * f.head_dim, n * f.head_dim);
+  // f16 tiles once beats converting them as they are loaded: keys are loaded once per
+  // kScoreRows rows and values once per 4, and each conversion takes an FP-port slot from
+  // the fmas. The conversion is exact, so the result is the same bits either way.
+  const int64_t tile = f.head_dim * f.block_size;
+  if (f.n_q < 16 || 2 * f.n_blocks * tile > kMaxWidenedTile) return fold_elems<V, uint16_t>(f);
+  alignas(64) float buf[kMaxWidenedTile];
   FoldTile wide = f;
-  wide.kt = tile;
-  wide.v = tile + n_k;
   wide.f16 = false;
+  for (int b = 0; b < f.n_blocks; ++b) {
+    float* kb = buf + 2 * b * tile;
+    float* vb = kb + tile;
+    // Keys: the whole transposed tile. Values: the slots the fold reads.
+    const int64_t lo = std::clamp<int64_t>(f.j0 - b * f.block_size, 0, f.block_size);
+    const int64_t hi = std::clamp<int64_t>(f.j1 - b * f.block_size, 0, f.block_size);
+    widen<V>(static_cast<const uint16_t*>(f.kt[b]), kb, tile);
+    if (hi > lo) widen<V>(static_cast<const uint16_t*>(f.v[b]) + lo * f.head_dim, vb + lo * f.head_dim, (hi - lo) * f.head_dim);
+    wide.kt[b] = kb;
+    wide.v[b] = vb;
+  }
   fold_elems<V, float>(wide);
 }
 

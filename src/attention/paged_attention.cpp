@@ -21,7 +21,7 @@ namespace {
 constexpr int64_t kQueryTile = 16;
 
 // Scratch layout per thread, for a group of kQueryTile tokens x n_rep query heads (rows):
-// the group's query rows copied contiguous, scores (rows*padded_block(block_size)),
+// the group's query rows copied contiguous, scores (rows*fold_scratch_row(block_size)),
 // accumulators (rows*head_dim), running max and sum (one per row). K/V tiles are read in
 // place.
 struct ScratchLayout {
@@ -33,7 +33,7 @@ ScratchLayout layout(const AttentionShape& s, int64_t bs) {
   ScratchLayout l{};
   l.q = 0;
   l.scores = l.q + rows * static_cast<size_t>(s.head_dim);
-  l.acc = l.scores + rows * static_cast<size_t>(attention::padded_block(bs));
+  l.acc = l.scores + rows * static_cast<size_t>(attention::fold_scratch_row(bs));
   l.max = l.acc + rows * static_cast<size_t>(s.head_dim);
   l.sum = l.max + rows;
   l.total = l.sum + rows;
@@ -156,21 +156,30 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
     float* mx = buf + lay.max;
     float* sum = buf + lay.sum;
     int64_t nr = n_rep;  // query rows per token in the current item (its slice)
-    // Folds keys [j0, j1) of block `bi` (all in one tile) into the running softmax of the
-    // group's tokens [i0, i1) (rows i0*nr .. i1*nr of the scratch).
-    auto fold = [&](std::span<const int32_t> table, int64_t g, int64_t bi, int64_t j0, int64_t j1,
-                    int64_t i0, int64_t i1) {
-      const int32_t block = table[static_cast<size_t>(bi)];
+    // Folds keys [j0, j1) of blocks bi0, bi0 + 1, ... (at most kMaxFoldBlocks; j0 and j1
+    // count from block bi0's first slot) into the running softmax of the group's tokens
+    // [i0, i1) (rows i0*nr .. i1*nr of the scratch). With `causal`, token i0 + k sees
+    // only keys [j0, first_keys + k) (first_keys clipped to j1 - j0).
+    auto fold = [&](std::span<const int32_t> table, int64_t g, int64_t bi0, int64_t j0, int64_t j1,
+                    int64_t i0, int64_t i1, int64_t first_keys = 0) {
       attention::FoldTile tile;
+      tile.n_blocks = static_cast<int>((j1 + bs - 1) / bs);
+      for (int b = 0; b < tile.n_blocks; ++b) {
+        const int32_t block = table[static_cast<size_t>(bi0 + b)];
+        tile.kt[b] = cache.k_tile(layer, block, g);
+        tile.v[b] = cache.v_tile(layer, block, g);
+      }
       tile.q = qbuf + i0 * nr * hd;
       tile.n_q = (i1 - i0) * nr;
-      tile.kt = cache.k_tile(layer, block, g);
-      tile.v = cache.v_tile(layer, block, g);
       tile.f16 = f16;
       tile.block_size = bs;
       tile.head_dim = hd;
-      tile.j0 = j0 - bi * bs;
-      tile.j1 = j1 - bi * bs;
+      tile.j0 = j0;
+      tile.j1 = j1;
+      if (first_keys > 0 && first_keys < j1 - j0) {
+        tile.rows_per_token = nr;
+        tile.first_row_keys = first_keys;
+      }
       tile.scale = shape.scale;
       tile.max = mx + i0 * nr;
       tile.sum = sum + i0 * nr;
@@ -178,7 +187,7 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
       tile.p = scores;
       tk.fold(tile);
     };
-    // The next block's tiles are requested while this one is folded: a tile is one 4 KiB
+    // The next fold's tiles are requested while this one is folded: a tile is one 4 KiB
     // page at the default shape, where the hardware prefetcher stops, so without this every
     // tile starts with a full memory latency (decode attention at 4K context took twice as
     // long).
@@ -212,42 +221,52 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
       std::fill(sum, sum + n_group * nr, 0.0f);
       const int64_t pos0 = batch.positions[static_cast<size_t>(t0)];
       if (!cache.streaming(layer, g)) {
-        // Blocks every token of the group sees whole are folded for all of them at once;
-        // the rest token by token, each up to its own position (causal).
-        const int64_t shared_blocks = (pos0 + 1) / bs;
-        const int64_t group_blocks = (pos0 + n_group + bs - 1) / bs;  // the last token's
-        for (int64_t bi = 0; bi < shared_blocks; ++bi) {
-          if (bi + 1 < group_blocks) prefetch_tiles(seq.block_table[static_cast<size_t>(bi + 1)], g);
-          fold(seq.block_table, g, bi, bi * bs, (bi + 1) * bs, 0, n_group);
-        }
-        for (int64_t i = 0; i < n_group; ++i) {
-          const int64_t n_ctx = pos0 + i + 1;
-          const int64_t n_blocks = (n_ctx + bs - 1) / bs;
-          for (int64_t bi = shared_blocks; bi < n_blocks; ++bi) {
-            fold(seq.block_table, g, bi, bi * bs, std::min(n_ctx, (bi + 1) * bs), i, i + 1);
+        // Keys are folded in segments of kMaxFoldBlocks blocks from position 0, the same
+        // segments for every token however tokens are grouped, so a token's result does
+        // not depend on its group. Segments the group's first token sees whole are
+        // folded for all its tokens; in the rest, each token sees keys up to its own
+        // position (causal), and tokens that see none of a segment sit it out.
+        const int64_t seg = bs * attention::kMaxFoldBlocks;
+        const int64_t ctx_first = pos0 + 1, ctx_last = pos0 + n_group;
+        const int64_t n_segs = (ctx_last + seg - 1) / seg;
+        const int64_t last_block = (ctx_last - 1) / bs;
+        for (int64_t si = 0; si < n_segs; ++si) {
+          const int64_t s0 = si * seg, s1 = std::min(s0 + seg, ctx_last);
+          for (int64_t bi = (si + 1) * attention::kMaxFoldBlocks;
+               bi <= std::min(last_block, (si + 2) * attention::kMaxFoldBlocks - 1); ++bi) {
+            prefetch_tiles(seq.block_table[static_cast<size_t>(bi)], g);
           }
+          const int64_t i0 = std::max<int64_t>(0, s0 - pos0);  // first token with pos >= s0
+          const int64_t first_keys = std::min(s1, pos0 + i0 + 1) - s0;
+          fold(seq.block_table, g, s0 / bs, 0, s1 - s0, i0, n_group, s1 <= ctx_first ? 0 : first_keys);
         }
       } else {
-        // Keys [0, sink_end) and [window_begin, pos], block by block in position order.
-        // A block's keys from both ranges form one segment when the ranges touch, so
-        // with the window reaching back to the sinks this is exactly the full loop.
+        // Keys [0, sink_end) and [window_begin, pos], segment by segment in position
+        // order (the full heads' segments). A segment's keys from both ranges form one
+        // fold when the ranges touch, so with the window reaching back to the sinks this
+        // is exactly the full loop.
+        const int64_t seg = bs * attention::kMaxFoldBlocks;
         for (int64_t i = 0; i < n_group; ++i) {
           const int64_t pos = pos0 + i, n_ctx = pos + 1;
           const StreamingRange r = streaming_range(pos, cfg.modes.sink, cfg.modes.window);
-          const int64_t n_blocks = (n_ctx + bs - 1) / bs;
-          for (int64_t bi = 0; bi < n_blocks; ++bi) {
-            const int64_t b0 = bi * bs, b1 = std::min(n_ctx, b0 + bs);
+          auto fold_keys = [&](int64_t a, int64_t b) {  // keys [a, b) of one segment
+            const int64_t bi0 = a / bs;
+            fold(seq.stream_table, g, bi0, a - bi0 * bs, b - bi0 * bs, i, i + 1);
+          };
+          const int64_t n_segs = (n_ctx + seg - 1) / seg;
+          for (int64_t si = 0; si < n_segs; ++si) {
+            const int64_t b0 = si * seg, b1 = std::min(n_ctx, b0 + seg);
             if (b1 <= r.window_begin && b0 >= r.sink_end) {
-              bi = r.window_begin / bs - 1;  // jump to the window's first block
+              si = r.window_begin / seg - 1;  // jump to the window's first segment
               continue;
             }
             const int64_t s1 = std::min(b1, r.sink_end);      // sink part: [b0, s1)
             const int64_t w0 = std::max(b0, r.window_begin);  // window part: [w0, b1)
             if (s1 > b0 && w0 <= s1) {
-              fold(seq.stream_table, g, bi, b0, b1, i, i + 1);
+              fold_keys(b0, b1);
             } else {
-              if (s1 > b0) fold(seq.stream_table, g, bi, b0, s1, i, i + 1);
-              if (w0 < b1) fold(seq.stream_table, g, bi, w0, b1, i, i + 1);
+              if (s1 > b0) fold_keys(b0, s1);
+              if (w0 < b1) fold_keys(w0, b1);
             }
           }
         }

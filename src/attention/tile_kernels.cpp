@@ -29,22 +29,23 @@ inline float elem(const Elem* p, int64_t i) {
 
 template <class Elem>
 void fold_ref(const FoldTile& f) {
-  const int64_t n = f.j1 - f.j0, hd = f.head_dim, bs = f.block_size;
-  const auto* kt = static_cast<const Elem*>(f.kt);
-  const auto* v = static_cast<const Elem*>(f.v);
+  const int64_t hd = f.head_dim, bs = f.block_size;
+  // Key j of the fold's axis: slot j % bs of block j / bs.
+  auto key = [&](int64_t j, int64_t d) {
+    return elem(static_cast<const Elem*>(f.kt[j / bs]), d * bs + j % bs);
+  };
+  auto value = [&](int64_t j, int64_t d) {
+    return elem(static_cast<const Elem*>(f.v[j / bs]), (j % bs) * hd + d);
+  };
   for (int64_t r = 0; r < f.n_q; ++r) {
+    const int64_t n = f.row_keys(r);
     const float* q = f.q + r * hd;
-    float* p = f.p + r * padded_block(bs);
+    float* p = f.p + r * fold_scratch_row(bs);
     float block_max = -INFINITY;
     for (int64_t j = 0; j < n; ++j) {
-      const Elem* k = kt + f.j0 + j;
-      float even = 0.0f, odd = 0.0f;
-      for (int64_t d = 0; d + 1 < hd; d += 2) {
-        even += q[d] * elem(k, d * bs);
-        odd += q[d + 1] * elem(k, (d + 1) * bs);
-      }
-      if (hd % 2 != 0) even += q[hd - 1] * elem(k, (hd - 1) * bs);
-      p[j] = (even + odd) * f.scale;
+      float dot = 0.0f;
+      for (int64_t d = 0; d < hd; ++d) dot += q[d] * key(f.j0 + j, d);
+      p[j] = dot * f.scale;
       block_max = std::max(block_max, p[j]);
     }
     const float m = std::max(f.max[r], block_max);
@@ -59,8 +60,7 @@ void fold_ref(const FoldTile& f) {
     float* acc = f.acc + r * hd;
     for (int64_t d = 0; d < hd; ++d) acc[d] *= c;
     for (int64_t j = 0; j < n; ++j) {
-      const Elem* vj = v + (f.j0 + j) * hd;
-      for (int64_t d = 0; d < hd; ++d) acc[d] += p[j] * elem(vj, d);
+      for (int64_t d = 0; d < hd; ++d) acc[d] += p[j] * value(f.j0 + j, d);
     }
   }
 }

@@ -12,6 +12,7 @@ namespace {
 // the horizontal reductions the fold needs.
 struct Avx2Vec : kernels::simd::Avx2Float {
   static constexpr int64_t W = 8;
+  static constexpr int kScoreRows = 3;  // 12 of the 16 registers hold scores
   using Mask = __m256i;  // all-ones lanes are in
   static Mask first(int64_t n) {
     const int32_t k = static_cast<int32_t>(std::clamp<int64_t>(n, 0, W));

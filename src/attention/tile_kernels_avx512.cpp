@@ -12,6 +12,7 @@ namespace {
 
 struct Avx512Vec {
   static constexpr int64_t W = 16;
+  static constexpr int kScoreRows = 6;  // 24 of the 32 registers hold scores
   using F = __m512;
   using Mask = __mmask16;
   static Mask first(int64_t n) {

@@ -1,7 +1,8 @@
 // The attention tile folds: the scalar reference against a plain softmax in double, and
 // the AVX2 / AVX-512 folds against the reference, over several tiles (so the running
-// max, sum and accumulator are rescaled), partial tiles, head dimensions with and without
-// SIMD tails, block sizes below, at and above a vector, and 1-128 query rows.
+// max, sum and accumulator are rescaled), partial tiles, one to kMaxFoldBlocks blocks per
+// fold, causal prefill groups, head dimensions with and without SIMD tails, block sizes
+// below, at and above a vector, and 1-128 query rows.
 #include "attention/tile_kernels.h"
 
 #include <gtest/gtest.h>
@@ -27,13 +28,20 @@ std::vector<float> normals(std::mt19937& rng, int64_t n, float sigma) {
   return v;
 }
 
-// Attention of n_q rows over n_keys keys, folded tile by tile with `fold`; keys are laid
-// out in blocks of bs as the cache holds them (keys transposed per block). The first
-// block is folded as two segments, [0, 1) and [1, ...), as streaming heads do.
+// How run() cuts the keys into folds.
+struct Folding {
+  int blocks = 1;       // blocks per fold (segments of blocks * bs keys from key 0)
+  bool split = true;    // fold the first block as [0, 1) and [1, ...), as streaming heads do
+  int64_t causal = 0;   // > 0: rows form tokens of `causal` rows; token t sees n_keys - T + 1 + t keys
+};
+
+// Attention of n_q rows over n_keys keys, folded with `fold`; keys are laid out in blocks
+// of bs as the cache holds them (keys transposed per block), unwritten slots holding 7.
 std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::vector<float>& q,
-                       const std::vector<float>& keys, const std::vector<float>& vals, bool f16 = false) {
+                       const std::vector<float>& keys, const std::vector<float>& vals, bool f16 = false,
+                       Folding how = {}) {
   const int64_t n_blocks = (c.n_keys + c.bs - 1) / c.bs;
-  std::vector<float> kt(static_cast<size_t>(n_blocks * c.bs * c.hd), 7.0f);  // 7: unwritten slots
+  std::vector<float> kt(static_cast<size_t>(n_blocks * c.bs * c.hd), 7.0f);
   std::vector<float> vt(kt.size(), 7.0f);
   for (int64_t j = 0; j < c.n_keys; ++j) {
     const int64_t b = j / c.bs, s = j % c.bs;
@@ -46,32 +54,48 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
   for (size_t i = 0; i < kt.size(); ++i) kt16[i] = fp32_to_fp16(kt[i]), vt16[i] = fp32_to_fp16(vt[i]);
   std::vector<float> mx(static_cast<size_t>(c.n_q), -INFINITY), sum(static_cast<size_t>(c.n_q), 0.0f);
   std::vector<float> acc(static_cast<size_t>(c.n_q * c.hd), 0.0f);
-  std::vector<float> p(static_cast<size_t>(c.n_q * padded_block(c.bs)));
-  auto fold_range = [&](int64_t b, int64_t j0, int64_t j1) {
+  std::vector<float> p(static_cast<size_t>(c.n_q * fold_scratch_row(c.bs)));
+  const int64_t n_tokens = how.causal > 0 ? c.n_q / how.causal : 1;
+  const int64_t first_ctx = c.n_keys - n_tokens + 1;  // the first token's keys
+  // Folds keys [j0, j1) (of the whole axis) for rows from token i0 on.
+  auto fold_range = [&](int64_t j0, int64_t j1, int64_t i0) {
+    const int64_t b0 = j0 / c.bs;
     FoldTile t;
-    t.q = q.data();
-    t.n_q = c.n_q;
-    t.kt = f16 ? static_cast<const void*>(kt16.data() + b * c.bs * c.hd) : kt.data() + b * c.bs * c.hd;
-    t.v = f16 ? static_cast<const void*>(vt16.data() + b * c.bs * c.hd) : vt.data() + b * c.bs * c.hd;
+    t.n_blocks = static_cast<int>((j1 - 1) / c.bs - b0 + 1);
+    for (int b = 0; b < t.n_blocks; ++b) {
+      const int64_t off = (b0 + b) * c.bs * c.hd;
+      t.kt[b] = f16 ? static_cast<const void*>(kt16.data() + off) : kt.data() + off;
+      t.v[b] = f16 ? static_cast<const void*>(vt16.data() + off) : vt.data() + off;
+    }
+    const int64_t r0 = how.causal > 0 ? i0 * how.causal : 0;
+    t.q = q.data() + r0 * c.hd;
+    t.n_q = c.n_q - r0;
     t.f16 = f16;
     t.block_size = c.bs;
     t.head_dim = c.hd;
-    t.j0 = j0;
-    t.j1 = j1;
+    t.j0 = j0 - b0 * c.bs;
+    t.j1 = j1 - b0 * c.bs;
+    const int64_t first_keys = first_ctx + i0 - j0;
+    if (how.causal > 0 && first_keys < j1 - j0) {
+      t.rows_per_token = how.causal;
+      t.first_row_keys = first_keys;
+    }
     t.scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
-    t.max = mx.data();
-    t.sum = sum.data();
-    t.acc = acc.data();
+    t.max = mx.data() + r0;
+    t.sum = sum.data() + r0;
+    t.acc = acc.data() + r0 * c.hd;
     t.p = p.data();
     fold(t);
   };
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const int64_t end = std::min(c.bs, c.n_keys - b * c.bs);
-    if (b == 0 && end > 1) {
-      fold_range(0, 0, 1);
-      fold_range(0, 1, end);
+  const int64_t seg = how.blocks * c.bs;
+  for (int64_t s0 = 0; s0 < c.n_keys; s0 += seg) {
+    const int64_t s1 = std::min(s0 + seg, c.n_keys);
+    const int64_t i0 = std::max<int64_t>(0, s0 - first_ctx + 1);  // tokens that see key s0
+    if (s0 == 0 && how.split && s1 > 1) {
+      fold_range(0, 1, i0);
+      fold_range(1, s1, std::max<int64_t>(0, 1 - first_ctx + 1));
     } else {
-      fold_range(b, 0, end);
+      fold_range(s0, s1, i0);
     }
   }
   for (int64_t r = 0; r < c.n_q; ++r) {
@@ -119,43 +143,99 @@ TEST(TileKernels, ReferenceMatchesDoubleSoftmax) {
   }
 }
 
+const Folding kFoldings[] = {{1, true, 0}, {kMaxFoldBlocks, false, 0}, {3, true, 0}};
+
 void expect_matches_reference(void (*fold)(const FoldTile&), const char* name) {
   std::mt19937 rng(7);
   for (const Case& c : cases()) {
     const auto q = normals(rng, c.n_q * c.hd, 2.0f), k = normals(rng, c.n_keys * c.hd, 1.0f),
                v = normals(rng, c.n_keys * c.hd, 1.0f);
-    for (bool f16 : {false, true}) {
-      const std::vector<float> ref = run(reference_tile_kernels().fold, c, q, k, v, f16);
-      const std::vector<float> fast = run(fold, c, q, k, v, f16);
-      for (size_t i = 0; i < ref.size(); ++i) {
-        ASSERT_NEAR(fast[i], ref[i], 1e-5f) << name << " hd " << c.hd << " bs " << c.bs << " n_q " << c.n_q
-                                            << " keys " << c.n_keys << " f16 " << f16 << " element " << i;
+    for (const Folding& how : kFoldings) {
+      for (bool f16 : {false, true}) {
+        const std::vector<float> ref = run(reference_tile_kernels().fold, c, q, k, v, f16, how);
+        const std::vector<float> fast = run(fold, c, q, k, v, f16, how);
+        for (size_t i = 0; i < ref.size(); ++i) {
+          ASSERT_NEAR(fast[i], ref[i], 1e-5f) << name << " hd " << c.hd << " bs " << c.bs << " n_q " << c.n_q
+                                              << " keys " << c.n_keys << " f16 " << f16 << " blocks "
+                                              << how.blocks << " element " << i;
+        }
       }
-    }
-    // A row's result does not depend on the other rows of the call, bit for bit: the
-    // many-row paths (16 rows per softmax pass, f16 tiles widened once) give each row
-    // what the one-row path gives it.
-    for (bool f16 : {false, true}) {
-      if (c.n_q == 1) break;
-      const std::vector<float> fast = run(fold, c, q, k, v, f16);
-      Case one = c;
-      one.n_q = 1;
-      const int64_t step = c.n_q > 9 ? 7 : c.n_q - 1;  // some rows of big cases, the last of small
-      for (int64_t r = c.n_q - 1; r >= 0; r -= step) {
-        const std::vector<float> q_row(q.begin() + r * c.hd, q.begin() + (r + 1) * c.hd);
-        const std::vector<float> alone = run(fold, one, q_row, k, v, f16);
-        for (int64_t d = 0; d < c.hd; ++d) {
-          ASSERT_EQ(alone[d], fast[r * c.hd + d]) << name << " hd " << c.hd << " n_q " << c.n_q << " f16 " << f16
-                                                  << " row " << r << " alone";
+      // A row's result does not depend on the other rows of the call, bit for bit: the
+      // many-row paths (kScoreRows rows per score pass, 16 rows per softmax pass, f16
+      // tiles widened once) give each row what the one-row path gives it.
+      for (bool f16 : {false, true}) {
+        if (c.n_q == 1) break;
+        const std::vector<float> fast = run(fold, c, q, k, v, f16, how);
+        Case one = c;
+        one.n_q = 1;
+        const int64_t step = c.n_q > 9 ? 7 : c.n_q - 1;  // some rows of big cases, the last of small
+        for (int64_t r = c.n_q - 1; r >= 0; r -= step) {
+          const std::vector<float> q_row(q.begin() + r * c.hd, q.begin() + (r + 1) * c.hd);
+          const std::vector<float> alone = run(fold, one, q_row, k, v, f16, how);
+          for (int64_t d = 0; d < c.hd; ++d) {
+            ASSERT_EQ(alone[d], fast[r * c.hd + d]) << name << " hd " << c.hd << " n_q " << c.n_q << " f16 "
+                                                    << f16 << " blocks " << how.blocks << " row " << r << " alone";
+          }
         }
       }
     }
   }
 }
 
+// A prefill group's causal folds (every token sees keys up to its own position, rows of
+// one token adjacent) give each token's rows the bits that folding that token alone over
+// its own context gives them, as decode does: against the reference to tolerance, and
+// token by token bit for bit.
+void expect_causal_matches_alone(void (*fold)(const FoldTile&), const char* name) {
+  std::mt19937 rng(11);
+  struct CausalCase {
+    Case c;
+    int64_t rows_per_token;
+  };
+  const CausalCase cases[] = {
+      {{64, 16, 128, 100}, 8},  // llama-1b: 16 tokens x 8 heads, keys ending mid-segment
+      {{64, 16, 128, 16}, 8},   // the first 16 tokens of a prompt: keys 1..16
+      {{64, 16, 48, 70}, 6},    // 6 heads per token: 4-row groups straddle tokens
+      {{17, 5, 21, 23}, 3},
+      {{64, 32, 40, 131}, 4},
+  };
+  for (const auto& [c, rpt] : cases) {
+    const auto q = normals(rng, c.n_q * c.hd, 2.0f), k = normals(rng, c.n_keys * c.hd, 1.0f),
+               v = normals(rng, c.n_keys * c.hd, 1.0f);
+    const int64_t n_tokens = c.n_q / rpt;
+    for (bool f16 : {false, true}) {
+      for (int blocks : {1, kMaxFoldBlocks}) {
+        const Folding how{blocks, false, rpt};
+        const std::vector<float> ref = run(reference_tile_kernels().fold, c, q, k, v, f16, how);
+        const std::vector<float> group = run(fold, c, q, k, v, f16, how);
+        for (size_t i = 0; i < ref.size(); ++i) {
+          ASSERT_NEAR(group[i], ref[i], 1e-5f) << name << " causal n_q " << c.n_q << " f16 " << f16
+                                               << " blocks " << blocks << " element " << i;
+        }
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          Case alone_case = c;
+          alone_case.n_q = rpt;
+          alone_case.n_keys = c.n_keys - n_tokens + 1 + t;
+          const std::vector<float> q_tok(q.begin() + t * rpt * c.hd, q.begin() + (t + 1) * rpt * c.hd);
+          const std::vector<float> alone = run(fold, alone_case, q_tok, k, v, f16, Folding{blocks, false, 0});
+          for (int64_t i = 0; i < rpt * c.hd; ++i) {
+            ASSERT_EQ(alone[static_cast<size_t>(i)], group[static_cast<size_t>(t * rpt * c.hd + i)])
+                << name << " causal n_q " << c.n_q << " f16 " << f16 << " blocks " << blocks << " token " << t;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(TileKernels, ReferenceCausalMatchesAlone) {
+  expect_causal_matches_alone(reference_tile_kernels().fold, "scalar");
+}
+
 TEST(TileKernels, Avx2MatchesReference) {
   if (!kernels::cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
   expect_matches_reference(avx2::fold, "avx2");
+  expect_causal_matches_alone(avx2::fold, "avx2");
 }
 
 TEST(TileKernels, Avx512MatchesReference) {
@@ -163,6 +243,7 @@ TEST(TileKernels, Avx512MatchesReference) {
     GTEST_SKIP() << "no AVX-512 on this CPU (or STRATA_NO_AVX512)";
   }
   expect_matches_reference(avx512::fold, "avx512");
+  expect_causal_matches_alone(avx512::fold, "avx512");
 }
 
 }  // namespace
