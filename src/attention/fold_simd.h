@@ -144,6 +144,35 @@ inline void accumulate_rows(const float* p, int64_t ldp, const FoldTile& f, int6
     for (int k = 0; k < 4; ++k) V::mask_store(acc + r * hd + d0 + k * V::W, mk[k], a[r][k]);
 }
 
+// Lane-wise max of init and a score row's first nk values (nk >= 1).
+template <class V>
+inline typename V::F row_max(const float* p, int64_t nk, typename V::F init) {
+  auto a = V::max(init, V::load_or_neg_inf(p, V::first(nk)));
+  auto b = V::set1(-__builtin_inff());
+  for (int64_t c = V::W; c < nk; c += 2 * V::W) {
+    a = V::max(a, V::load_or_neg_inf(p + c, V::first(nk - c)));
+    b = V::max(b, V::load_or_neg_inf(p + c + V::W, V::first(nk - c - V::W)));
+  }
+  return V::max(a, b);
+}
+
+// p = exp(p - m) over a score row's first nk values, 0 after them up to a whole pair of
+// vectors (the scratch row has room, see fold_scratch_row); returns the lane-wise sums of
+// the even and odd vectors, added. Two vectors per step, so two exps are in flight.
+template <class V>
+inline typename V::F exp_row(float* p, int64_t nk, typename V::F m) {
+  auto s0 = V::zero(), s1 = V::zero();
+  for (int64_t c = 0; c < nk; c += 2 * V::W) {
+    const auto e0 = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c), m)), V::first(nk - c));
+    const auto e1 = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c + V::W), m)), V::first(nk - c - V::W));
+    V::store(p + c, e0);
+    V::store(p + c + V::W, e1);
+    s0 = V::add(s0, e0);
+    s1 = V::add(s1, e1);
+  }
+  return V::add(s0, s1);
+}
+
 template <class V, class Elem>
 void fold_elems(const FoldTile& f) {
   const int64_t hd = f.head_dim, bs = f.block_size;
@@ -201,24 +230,12 @@ void fold_elems(const FoldTile& f) {
       int64_t nk[16];
       for (int i = 0; i < 16; ++i) {
         nk[i] = f.row_keys(r + i);
-        const float* p = f.p + (r + i) * ldp;
-        v[i] = V::load_or_neg_inf(p, V::first(nk[i]));
-        for (int64_t c = V::W; c < nk[i]; c += V::W) v[i] = V::max(v[i], V::load_or_neg_inf(p + c, V::first(nk[i] - c)));
+        v[i] = row_max<V>(f.p + (r + i) * ldp, nk[i], V::set1(-__builtin_inff()));
       }
       const auto old_max = V::load(f.max + r);
       const auto m = V::max(old_max, V::transpose_reduce(v, [](auto a, auto b) { return V::max(a, b); }));
       const auto cr = exp_clamped<V>(V::sub(old_max, m));
-      for (int i = 0; i < 16; ++i) {
-        float* p = f.p + (r + i) * ldp;
-        const auto vm = V::broadcast_lane(m, i);
-        auto vsum = V::zero();
-        for (int64_t c = 0; c < nk[i]; c += V::W) {
-          const auto e = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c), vm)), V::first(nk[i] - c));
-          V::store(p + c, e);
-          vsum = V::add(vsum, e);
-        }
-        v[i] = vsum;
-      }
+      for (int i = 0; i < 16; ++i) v[i] = exp_row<V>(f.p + (r + i) * ldp, nk[i], V::broadcast_lane(m, i));
       const auto sums = V::transpose_reduce(v, [](auto a, auto b) { return V::add(a, b); });
       V::store(f.sum + r, V::fma(V::load(f.sum + r), cr, sums));
       V::store(f.max + r, m);
@@ -229,19 +246,9 @@ void fold_elems(const FoldTile& f) {
   for (; r < f.n_q; ++r) {
     const int64_t nk = f.row_keys(r);
     float* p = f.p + r * ldp;
-    auto vmax = V::set1(f.max[r]);
-    for (int64_t c = 0; c < nk; c += V::W) vmax = V::max(vmax, V::load_or_neg_inf(p + c, V::first(nk - c)));
-    const float m = V::reduce_max(vmax);
+    const float m = V::reduce_max(row_max<V>(p, nk, V::set1(f.max[r])));
     const float cr = V::first_lane(exp_clamped<V>(V::set1(f.max[r] - m)));
-    auto vsum = V::zero();
-    const auto vm = V::set1(m);
-    for (int64_t c = 0; c < nk; c += V::W) {
-      const auto mask = V::first(nk - c);
-      const auto e = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c), vm)), mask);
-      V::store(p + c, e);
-      vsum = V::add(vsum, e);
-    }
-    f.sum[r] = std::fma(f.sum[r], cr, V::reduce_add(vsum));
+    f.sum[r] = std::fma(f.sum[r], cr, V::reduce_add(exp_row<V>(p, nk, V::set1(m))));
     f.max[r] = m;
     corr[r % kMaxRows] = cr;
     if (ready(r)) accumulate_through(r);
