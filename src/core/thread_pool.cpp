@@ -16,7 +16,8 @@ inline void cpu_relax() {
 }
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads < 1 ? 1 : n_threads), ranges_(static_cast<size_t>(n_threads_)) {
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
 }
@@ -78,6 +79,28 @@ void ThreadPool::worker_loop(int tid) {
     }
     fn(ctx, tid, n_threads_);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+bool ThreadPool::steal(int tid, int64_t step) {
+  for (;;) {
+    int victim = -1;
+    uint64_t seen = 0;
+    int64_t most = step;  // only ranges with more than one claim left are split
+    for (int t = 0; t < n_threads_; ++t) {
+      if (t == tid) continue;
+      const uint64_t w = ranges_[static_cast<size_t>(t)].word.load(std::memory_order_relaxed);
+      const int64_t left = static_cast<int64_t>(w & 0xffffffffu) - static_cast<int64_t>(w >> 32);
+      if (left > most) victim = t, seen = w, most = left;
+    }
+    if (victim < 0) return false;
+    const auto b = static_cast<int64_t>(seen >> 32), e = static_cast<int64_t>(seen & 0xffffffffu);
+    const int64_t mid = b + (e - b) / 2;
+    if (ranges_[static_cast<size_t>(victim)].word.compare_exchange_strong(seen, StealRange::pack(b, mid),
+                                                                         std::memory_order_relaxed)) {
+      ranges_[static_cast<size_t>(tid)].set(mid, e);
+      return true;
+    }
   }
 }
 

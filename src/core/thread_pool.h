@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -40,25 +41,27 @@ class ThreadPool {
     });
   }
 
-  // Like parallel_for, but threads take chunks of at least `grain` items from a shared
-  // counter: large chunks first (a 1/(2 x threads) share of what is left), smaller ones
-  // towards the end, so a thread that runs slower (a busier core, a smaller share of the
-  // memory bandwidth) does not leave the others waiting. fn(begin, end) may be called
-  // several times on one thread; which thread gets which range varies from run to run.
+  // Like parallel_for, but balanced at the end: [0, n) starts as one contiguous range per
+  // thread, and each thread works through its own range front to back, `claim` items at a
+  // time; a thread whose range is empty takes the back half of the fullest other range's
+  // unclaimed part (while that is more than `claim` items) and goes on with it as its own.
+  // Each thread's items stay one long run, split only a few times near the end (decode's
+  // weight streams keep the hardware prefetchers going), and threads finish within about
+  // one claim of each other: with chunks handed out from one shared counter, the last
+  // large chunk left the other thread waiting. fn(begin, end) may be called several times
+  // on one thread; which thread gets which range varies from run to run.
   template <class Fn>
-  void parallel_for_guided(int64_t n, int64_t grain, Fn&& fn) {
-    std::atomic<int64_t> next{0};
-    const int64_t min_chunk = grain < 1 ? 1 : grain;
-    run([&](int, int nt) {
-      for (;;) {
-        int64_t begin = next.load(std::memory_order_relaxed);
-        int64_t take = 0;
-        do {
-          if (begin >= n) return;
-          take = std::max(min_chunk, (n - begin) / (2 * static_cast<int64_t>(nt)));
-        } while (!next.compare_exchange_weak(begin, begin + take, std::memory_order_relaxed));
-        fn(begin, std::min(n, begin + take));
-      }
+  void parallel_for_stealing(int64_t n, int64_t claim, Fn&& fn) {
+    if (n <= 0) return;
+    if (n > INT32_MAX) return parallel_for(n, fn);  // ranges are packed as two 32-bit ints
+    const int64_t step = claim < 1 ? 1 : claim;
+    for (int t = 0; t < n_threads_; ++t) ranges_[static_cast<size_t>(t)].set(n * t / n_threads_, n * (t + 1) / n_threads_);
+    run([&](int tid, int) {
+      StealRange& own = ranges_[static_cast<size_t>(tid)];
+      int64_t b = 0, e = 0;
+      do {
+        while (own.claim_front(step, b, e)) fn(b, e);
+      } while (steal(tid, step));
     });
   }
 
@@ -68,6 +71,32 @@ class ThreadPool {
  private:
   using JobFn = void (*)(void*, int, int);
   void dispatch(JobFn fn, void* ctx);
+
+  // One thread's share of a parallel_for_stealing: [begin, end) packed in one word, so a
+  // claim from the front and a steal from the back cannot both take an item.
+  struct alignas(64) StealRange {
+    std::atomic<uint64_t> word{0};
+    static uint64_t pack(int64_t b, int64_t e) { return static_cast<uint64_t>(b) << 32 | static_cast<uint64_t>(e); }
+    void set(int64_t b, int64_t e) { word.store(pack(b, e), std::memory_order_relaxed); }
+    // Takes [b, min(b + step, end)) off the front; false if the range is empty.
+    bool claim_front(int64_t step, int64_t& b, int64_t& e) {
+      uint64_t w = word.load(std::memory_order_relaxed);
+      for (;;) {
+        const auto rb = static_cast<int64_t>(w >> 32), re = static_cast<int64_t>(w & 0xffffffffu);
+        if (rb >= re) return false;
+        const int64_t nb = std::min(re, rb + step);
+        if (word.compare_exchange_weak(w, pack(nb, re), std::memory_order_relaxed)) {
+          b = rb;
+          e = nb;
+          return true;
+        }
+      }
+    }
+  };
+  // Moves the back half of the fullest other range (if it holds more than step items) to
+  // thread tid's range; false when no range is worth splitting.
+  bool steal(int tid, int64_t step);
+
   void worker_loop(int tid);
 
   int n_threads_;
@@ -79,6 +108,7 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   JobFn job_fn_ = nullptr;
   void* job_ctx_ = nullptr;
+  std::vector<StealRange> ranges_;  // one per thread, for parallel_for_stealing
 };
 
 }  // namespace strata

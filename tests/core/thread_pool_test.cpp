@@ -1,11 +1,14 @@
 // ThreadPool: every job runs on every thread once, parallel_for covers [0, n) in
-// contiguous per-thread ranges, and parallel_for_guided hands out every index exactly
-// once whatever the grain, size and thread count.
+// contiguous per-thread ranges, and parallel_for_stealing hands out every index exactly
+// once whatever the claim, size and thread count.
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace strata {
@@ -34,26 +37,41 @@ TEST(ThreadPool, ParallelForCoversTheRangeOnce) {
   }
 }
 
-TEST(ThreadPool, GuidedParallelForCoversTheRangeOnce) {
-  for (int threads : {1, 2, 3}) {
+TEST(ThreadPool, StealingParallelForCoversTheRangeOnce) {
+  for (int threads : {1, 2, 3, 5}) {
     ThreadPool pool(threads);
-    for (int64_t n : {0, 1, 5, 64, 1001}) {
-      for (int64_t grain : {0, 1, 8, 2000}) {
+    for (int64_t n : {0, 1, 5, 64, 1001, 100000}) {
+      for (int64_t claim : {0, 1, 8, 2000}) {
         std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-        std::atomic<int64_t> chunks{0};
-        pool.parallel_for_guided(n, grain, [&](int64_t b, int64_t e) {
-          EXPECT_LT(b, e);
-          EXPECT_TRUE(e - b >= grain || e == n) << "a chunk smaller than the grain before the end";
-          chunks.fetch_add(1);
+        pool.parallel_for_stealing(n, claim, [&](int64_t b, int64_t e) {
+          ASSERT_LT(b, e);
+          ASSERT_LE(e - b, std::max<int64_t>(1, claim)) << "a call larger than the claim";
           for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
         });
-        for (auto& h : hits) EXPECT_EQ(h.load(), 1) << n << " items, grain " << grain;
-        if (n > 0) {
-          EXPECT_GE(chunks.load(), 1);
-        }
+        for (auto& h : hits) ASSERT_EQ(h.load(), 1) << n << " items, claim " << claim << ", threads " << threads;
       }
     }
   }
+}
+
+// A thread that is held up leaves its range to the others: while the thread that claimed
+// item 0 is stalled, the other takes all but the last claim of the stalled range.
+TEST(ThreadPool, StealingMovesWorkFromAStalledThread) {
+  ThreadPool pool(2);
+  const int64_t n = 1000, claim = 10;
+  std::atomic<int64_t> done_by_other{0};
+  pool.parallel_for_stealing(n, claim, [&](int64_t b, int64_t e) {
+    if (b == 0) {  // stall until the other thread has done what it can (or 10 s pass)
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (done_by_other.load() < n - 2 * claim && std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+      }
+      return;
+    }
+    done_by_other.fetch_add(e - b);
+  });
+  // Everything but item 0's claim, less at most one claim left unsplit in its range.
+  EXPECT_GE(done_by_other.load(), n - 2 * claim);
 }
 
 }  // namespace

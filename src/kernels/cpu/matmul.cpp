@@ -45,17 +45,22 @@ void compute_rows(const MatmulPlan& p, int64_t r0, int64_t r1) {
   }
 }
 
-// Threads take row groups in chunks from a shared counter (ThreadPool::parallel_for_guided),
-// never fewer than this many groups (256 rows): decode is memory-bound, and under a static
-// half-and-half split the thread that got less of the bandwidth left the other waiting.
-// Every chunk starts a new stream the prefetchers must pick up, so chunks stay large: a
-// Q4_0_X16 GEMV from DRAM (kernels_matmul_bench matmul_dram, 2 threads) streamed 38-47
-// GB/s with 32-row chunks, 44-49 with 128 rows, 46-50 with 512. With many threads the
-// minimum shrinks so that every thread still gets work (at least two chunks each).
-constexpr int64_t kGuidedGrain = 64;
+// Row groups are split between threads by ThreadPool::parallel_for_stealing: each thread
+// streams its own contiguous share, and the first to finish takes half of what another
+// has not yet claimed. Threads claim their own groups this many at a time:
+//  - Decode (one token): about kDecodeClaimBytes of weights, so threads finish within a
+//    few microseconds of each other. With chunks of at least 256 rows from one shared
+//    counter, the last chunk alone was 5-14 us of one thread's streaming at llama-1b's
+//    shapes, and the other thread waited for it in each of the 89 matmuls of a token.
+//  - Batches: kBatchClaimGroups (256 rows), so that a row panel (compute_rows) is still
+//    reused by every token of the batch; smaller claims measured 30% slower at batch 16.
+// With many threads the batch claim shrinks so that every thread still gets work.
+constexpr int64_t kDecodeClaimBytes = 32 * 1024;
+constexpr int64_t kBatchClaimGroups = 64;
 
-int64_t guided_grain(int64_t n_groups, int n_threads) {
-  return std::clamp<int64_t>(n_groups / (2 * static_cast<int64_t>(n_threads)), 1, kGuidedGrain);
+int64_t claim_groups(int64_t n_groups, int n_threads, int64_t n_tokens, int64_t w_row_bytes) {
+  if (n_tokens == 1) return std::max<int64_t>(1, kDecodeClaimBytes / (kRowGrain * std::max<int64_t>(1, w_row_bytes)));
+  return std::clamp<int64_t>(n_groups / (2 * static_cast<int64_t>(n_threads)), 1, kBatchClaimGroups);
 }
 
 // At most this many matrices share one input (Q, K, V).
@@ -146,7 +151,8 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
   }
 
   const size_t n_plans = jobs.size();
-  pool.parallel_for_guided(n_groups, guided_grain(n_groups, pool.size()), [&](int64_t g0, int64_t g1) {
+  const int64_t claim = claim_groups(n_groups, pool.size(), n_tokens, plans[0].w_row_bytes);
+  pool.parallel_for_stealing(n_groups, claim, [&](int64_t g0, int64_t g1) {
     for (size_t j = 0; j < n_plans; ++j) {
       const MatmulPlan& p = plans[j];
       const int64_t b = std::max(g0, p.first_group), e = std::min(g1, p.first_group + p.n_groups);
