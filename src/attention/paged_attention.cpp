@@ -1,6 +1,7 @@
 #include "attention/paged_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -148,7 +149,8 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
   const bool f16 = cfg.dtype == DType::F16;
   const size_t tile_bytes = static_cast<size_t>(bs * hd) * cache.element_size();
 
-  pool.run([&](int tid, int nt) {
+  std::atomic<int64_t> next_item{0};
+  pool.run([&](int tid, int) {
     float* buf = scratch.thread_buffer(tid);
     float* qbuf = buf + lay.q;
     float* scores = buf + lay.scores;
@@ -199,11 +201,13 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
         prefetch_l1(vt + off);
       }
     };
-    // Items are ordered KV head first, then group, then slice, and dealt round-robin:
-    // causal prefill makes later tokens dearer and sparse attention makes full heads
-    // dearer, so contiguous ranges would be uneven; consecutive items of a thread share
-    // a KV head, so its tiles stay in cache.
-    for (int64_t item = tid; item < n_items; item += nt) {
+    // Items are ordered KV head first, then group, then slice, and each thread takes the
+    // next one from a shared counter: causal prefill makes later tokens dearer and sparse
+    // attention makes full heads dearer, so fixed ranges would be uneven, and a thread
+    // that loses its core for a while (a shared machine) leaves its items to the others
+    // instead of the others waiting. Consecutive items mostly share a KV head, so its
+    // tiles stay in cache.
+    for (int64_t item; (item = next_item.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
       const int64_t pair = item / n_split, slice = item % n_split;
       const int64_t grp = pair % n_groups;
       const int64_t g = pair / n_groups;
