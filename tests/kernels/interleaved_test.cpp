@@ -93,7 +93,17 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
 TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {
   Rng rng(2);
   const int64_t cols = 1024;
-  const auto x = test::normal_floats(rng, cols, 2.0f);
+  auto x = test::normal_floats(rng, cols, 2.0f);
+  // Blocks with special scales: all zeros, tiny (subnormal halves), values whose scale
+  // rounds up to the next half, exact .5 multiples of the step, half overflow, infinity.
+  for (int i = 0; i < 32; ++i) {
+    x[static_cast<size_t>(i)] = 0.0f;
+    x[static_cast<size_t>(32 + i)] = 1e-7f * static_cast<float>(i - 16);
+    x[static_cast<size_t>(64 + i)] = 127.0f * 0.0999f + 0.01f * static_cast<float>(i);
+    x[static_cast<size_t>(96 + i)] = 0.5f * static_cast<float>(i - 16);
+    x[static_cast<size_t>(128 + i)] = 1e7f * static_cast<float>(i - 16);
+  }
+  x[160] = INFINITY;
   const auto ref = activations(DType::Q8_0_X16A, x, 1, cols, reference_type_traits(DType::Q8_0_X16A));
   const auto fast = activations(DType::Q8_0_X16A, x, 1, cols, type_traits(DType::Q8_0_X16A));
   EXPECT_EQ(ref, fast);

@@ -142,6 +142,64 @@ void gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
 
 }  // namespace
 
+namespace {
+
+// rounding.h's round_away_clamped, 16 lanes (the same steps as the AVX2 version, so NaN
+// becomes +limit as there).
+inline __m512 round_away_clamped(__m512 v, float limit) {
+  v = _mm512_min_ps(v, _mm512_set1_ps(limit));
+  v = _mm512_max_ps(v, _mm512_set1_ps(-limit));
+  const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512 frac = _mm512_sub_ps(v, t);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 up = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ), one);
+  const __m512 down = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(frac, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), one);
+  return _mm512_sub_ps(_mm512_add_ps(t, up), down);
+}
+
+}  // namespace
+
+void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
+  auto* groups = static_cast<BlockQ8_0x16A*>(dst);
+  const __m512i dword_of_block = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
+  for (int64_t g = 0; g < n / kQKX16; ++g) {
+    const float* x = src + g * kQKX16;
+    BlockQ8_0x16A& out = groups[g];
+    // The 16 blocks' scales at once, one lane per block, by ref::q8_0_from_float's steps.
+    alignas(64) float amax[kX16Blocks];
+    for (int b = 0; b < kX16Blocks; ++b) {
+      const __m512 lo = _mm512_abs_ps(_mm512_loadu_ps(x + kQK8_0 * b));
+      const __m512 hi = _mm512_abs_ps(_mm512_loadu_ps(x + kQK8_0 * b + 16));
+      amax[b] = _mm512_reduce_max_ps(_mm512_max_ps(lo, hi));
+    }
+    const __m512 m = _mm512_load_ps(amax);
+    __m256i dh = _mm512_cvtps_ph(_mm512_div_ps(m, _mm512_set1_ps(127.0f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __mmask16 below = _mm512_cmp_ps_mask(_mm512_mul_ps(_mm512_cvtph_ps(dh), _mm512_set1_ps(127.0f)), m, _CMP_LT_OQ);
+    dh = _mm256_mask_add_epi16(dh, below, dh, _mm256_set1_epi16(1));  // next half up
+    const __m512 d = _mm512_cvtph_ps(dh);
+    const __m512 id = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ), _mm512_set1_ps(1.0f), d);
+    _mm512_storeu_ps(out.d, d);
+    alignas(64) float ids[kX16Blocks];
+    _mm512_store_ps(ids, id);
+    // Quants block by block, then regrouped: dword k of block b goes to qs[64k + 4b].
+    alignas(64) int8_t q[kX16Blocks][kQK8_0];
+    for (int b = 0; b < kX16Blocks; ++b) {
+      const __m512 s = _mm512_set1_ps(ids[b]);
+      for (int h = 0; h < 2; ++h) {
+        const __m512 v = round_away_clamped(_mm512_mul_ps(_mm512_loadu_ps(x + kQK8_0 * b + 16 * h), s), 127.0f);
+        _mm_store_si128(reinterpret_cast<__m128i*>(q[b] + 16 * h), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(v)));
+      }
+    }
+    __m512i sums = _mm512_setzero_si512();
+    for (int k = 0; k < kQK8_0 / 4; ++k) {
+      const __m512i lanes = _mm512_i32gather_epi32(_mm512_add_epi32(dword_of_block, _mm512_set1_epi32(k)), q, 4);
+      _mm512_storeu_si512(out.qs + 64 * k, lanes);
+      sums = _mm512_dpbusd_epi32(sums, _mm512_set1_epi8(1), lanes);  // + the 4 signed quants
+    }
+    _mm512_storeu_si512(out.sum, sums);
+  }
+}
+
 float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a) { return vec_dot<Q4x16>(n, w, a); }
 float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) { return vec_dot<Q8x16>(n, w, a); }
 

@@ -92,12 +92,13 @@ void unarrange_q8_0_x16(const BlockQ8_0x16& src, BlockQ8_0* dst) {
 }
 
 void arrange_q8_0_x16a(const BlockQ8_0* src, BlockQ8_0x16A* dst) {
+  // Four bytes at a time, the sum in its own loop: this runs once per 512 activations of
+  // every decode matmul, on one thread while the others wait, and byte by byte it took
+  // about 1.3% of a Q4_0 decode step's samples.
   for (int b = 0; b < kX16Blocks; ++b) {
     int32_t sum = 0;
-    for (int i = 0; i < kQK8_0; ++i) {
-      sum += src[b].qs[i];
-      dst->qs[64 * (i / 4) + 4 * b + i % 4] = src[b].qs[i];
-    }
+    for (int i = 0; i < kQK8_0; ++i) sum += src[b].qs[i];
+    for (int k = 0; k < kQK8_0 / 4; ++k) std::memcpy(dst->qs + 64 * k + 4 * b, src[b].qs + 4 * k, 4);
     dst->sum[b] = sum;
     dst->d[b] = fp16_to_fp32(src[b].d);
   }
