@@ -16,6 +16,18 @@ void q8_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const voi
 void q4_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
+// F32, F16 and BF16 weights against float activations (float_avx512.cpp); bit-identical
+// to the AVX2 kernels.
+float f32_vec_dot(int64_t n, const void* w, const void* a);
+float f16_vec_dot(int64_t n, const void* w, const void* a);
+float bf16_vec_dot(int64_t n, const void* w, const void* a);
+void f32_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+              int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void f16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+              int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void bf16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+
 // Q8_0_X16A activations from floats, the same bytes as ref::q8_0_x16a_from_float.
 void q8_0_x16a_from_float(const float* src, void* dst, int64_t n);
 

@@ -116,6 +116,12 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q6_K)].gemm = avx2::q6_k_gemm;
   if (isa < KernelIsa::avx512_vnni) return t;
   t[index_of(DType::Q8_0_X16A)].from_float = avx512::q8_0_x16a_from_float;
+  t[index_of(DType::F32)].vec_dot = avx512::f32_vec_dot;
+  t[index_of(DType::F32)].gemm = avx512::f32_gemm;
+  t[index_of(DType::F16)].vec_dot = avx512::f16_vec_dot;
+  t[index_of(DType::F16)].gemm = avx512::f16_gemm;
+  t[index_of(DType::BF16)].vec_dot = avx512::bf16_vec_dot;
+  t[index_of(DType::BF16)].gemm = avx512::bf16_gemm;
   t[index_of(DType::Q8_0)].vec_dot = avx512::q8_0_vec_dot;
   t[index_of(DType::Q8_0)].gemm = avx512::q8_0_gemm;
   t[index_of(DType::Q4_0)].vec_dot = avx512::q4_0_vec_dot;
