@@ -160,8 +160,8 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
     int64_t nr = n_rep;  // query rows per token in the current item (its slice)
     // Folds keys [j0, j1) of blocks bi0, bi0 + 1, ... (at most kMaxFoldBlocks; j0 and j1
     // count from block bi0's first slot) into the running softmax of the group's tokens
-    // [i0, i1) (rows i0*nr .. i1*nr of the scratch). With `causal`, token i0 + k sees
-    // only keys [j0, first_keys + k) (first_keys clipped to j1 - j0).
+    // [i0, i1) (rows i0*nr .. i1*nr of the scratch). With first_keys > 0, token i0 + k
+    // sees only keys [j0, j0 + first_keys + k), clipped to j1 (causal).
     auto fold = [&](std::span<const int32_t> table, int64_t g, int64_t bi0, int64_t j0, int64_t j1,
                     int64_t i0, int64_t i1, int64_t first_keys = 0) {
       attention::FoldTile tile;
