@@ -8,6 +8,7 @@
 // the matmuls around it.
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see legacy_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "core/fp16.h"
 #include "kernels/quant/avx2_util.h"
 #include "kernels/quant/kernels_avx512.h"
 
@@ -40,9 +41,7 @@ struct LoadBF16 {
   static __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
   static __m512 load16(const uint16_t* p) { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static __m512 load8(const uint16_t* p) { return widen(_mm256_maskz_loadu_epi16(kLow8, p)); }
-  static float load1(uint16_t h) {
-    return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(h) << 16)));
-  }
+  static float load1(uint16_t h) { return bf16_to_fp32(h); }
 };
 
 // One weight row against T activation rows; the weight vectors are loaded and widened
