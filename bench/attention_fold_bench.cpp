@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention/tile_kernels.h"
@@ -26,22 +27,26 @@
 namespace {
 
 using strata::attention::FoldTile;
+using strata::attention::TileElem;
 
 constexpr int64_t kHeadDim = 64, kBlock = 16;
 
-void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kernels, bool f16,
+void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kernels, TileElem elem,
              int64_t blocks, int64_t n_rows) {
   const int64_t kRows = n_rows;
-  const size_t esz = f16 ? 2 : 4;
+  const size_t esz = elem == TileElem::f32 ? 4 : 2;
   const size_t tile_bytes = static_cast<size_t>(kBlock * kHeadDim) * esz;
   strata::HugePageBuffer k(tile_bytes * static_cast<size_t>(blocks)), v(k.size());
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   for (size_t i = 0; i < k.size() / esz; ++i) {
     const float a = normal(rng), b = normal(rng);
-    if (f16) {
+    if (elem == TileElem::f16) {
       reinterpret_cast<uint16_t*>(k.data())[i] = strata::fp32_to_fp16(a);
       reinterpret_cast<uint16_t*>(v.data())[i] = strata::fp32_to_fp16(b);
+    } else if (elem == TileElem::bf16) {
+      reinterpret_cast<uint16_t*>(k.data())[i] = strata::fp32_to_bf16(a);
+      reinterpret_cast<uint16_t*>(v.data())[i] = strata::fp32_to_bf16(b);
     } else {
       reinterpret_cast<float*>(k.data())[i] = a;
       reinterpret_cast<float*>(v.data())[i] = b;
@@ -74,7 +79,7 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
       t.kt[i] = k.data() + static_cast<size_t>(b + i) * tile_bytes;
       t.v[i] = v.data() + static_cast<size_t>(b + i) * tile_bytes;
     }
-    t.f16 = f16;
+    t.elem = elem;
     t.block_size = kBlock;
     t.head_dim = kHeadDim;
     t.j0 = 0;
@@ -102,16 +107,20 @@ int main(int argc, char** argv) {
   std::vector<const TileKernels*> sets = {&strata::attention::reference_tile_kernels()};
   static TileKernels avx2{strata::attention::avx2::fold, "avx2"};
   static TileKernels avx512{strata::attention::avx512::fold, "avx512"};
+  static TileKernels avx512bf16{strata::attention::avx512bf16::fold, "avx512-bf16"};
   const auto isa = strata::kernels::cpu_kernel_isa();
   if (isa >= strata::kernels::KernelIsa::avx2) sets.push_back(&avx2);
   if (isa >= strata::kernels::KernelIsa::avx512_vnni) sets.push_back(&avx512);
+  if (strata::kernels::cpu_has_avx512_bf16()) sets.push_back(&avx512bf16);
+  const std::pair<TileElem, const char*> elems[] = {
+      {TileElem::f32, "f32"}, {TileElem::f16, "f16"}, {TileElem::bf16, "bf16"}};
   for (const TileKernels* k : sets) {
-    for (bool f16 : {false, true}) {
+    for (const auto& [elem, elem_name] : elems) {
       for (int64_t blocks : {strata::attention::kMaxFoldBlocks, 16384}) {
         for (int64_t rows : {8, 32, 64, 128}) {
-          const std::string name = std::string("fold/") + k->name + (f16 ? "/f16" : "/f32") +
-                                   "/blocks:" + std::to_string(blocks) + "/rows:" + std::to_string(rows);
-          benchmark::RegisterBenchmark(name.c_str(), bm_fold, k, f16, blocks, rows);
+          const std::string name = std::string("fold/") + k->name + "/" + elem_name + "/blocks:" +
+                                   std::to_string(blocks) + "/rows:" + std::to_string(rows);
+          benchmark::RegisterBenchmark(name.c_str(), bm_fold, k, elem, blocks, rows);
         }
       }
     }

@@ -106,7 +106,8 @@ class BenchRunner {
       if (kc.dtype == DType::F32) {
         std::memcpy(dst, tile.data(), tile.size() * sizeof(float));
       } else {
-        for (size_t j = 0; j < tile.size(); ++j) half[j] = fp32_to_fp16(tile[j]);
+        const bool bf16 = kc.dtype == DType::BF16;  // random either way, so the pairing does not matter
+        for (size_t j = 0; j < tile.size(); ++j) half[j] = bf16 ? fp32_to_bf16(tile[j]) : fp32_to_fp16(tile[j]);
         std::memcpy(dst, half.data(), half.size() * sizeof(uint16_t));
       }
     };
@@ -213,7 +214,8 @@ void bench_model(const BenchModelFlags& f) {
     const double sd = tps.size() > 1 ? std::sqrt(var / static_cast<double>(tps.size() - 1)) : 0.0;
     results.push_back({{"test", test}, {"n_prompt", np}, {"n_gen", ng}, {"depth", depth},
                        {"batch", batch}, {"threads", threads}, {"tokens_per_s_mean", mean},
-                       {"tokens_per_s_std", sd}, {"kv_bytes", kv_bytes}});
+                       {"tokens_per_s_std", sd}, {"kv_bytes", kv_bytes},
+                       {"kv_type", dtype_name(f.engine.kv_dtype())}});
     // Single-sequence decode is bound by reading the weights once per token; prefill and
     // batched decode by arithmetic (matmul FLOPs against the AVX2 f32 FMA peak).
     std::string roof;

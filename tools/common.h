@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "kernels/quant/traits.h"
 #include "kv/head_modes.h"
 #include "model/model.h"
 #include "trace/tracer.h"
@@ -18,9 +19,11 @@ namespace strata::tools {
 struct EngineFlags {
   std::string model_path;
   int threads = 0;  // 0 = physical cores
-  // f16 by default, as llama.cpp does: half the KV memory and bandwidth; long-context
-  // decode is bound by reading it (docs/BENCHMARKS.md). f32 remains for exact comparisons.
-  std::string kv_type = "f16";
+  // "auto" by default: bf16 where the CPU has AVX512_BF16 (attention as bf16 dot products,
+  // about 1.5x the f16 fold's speed, for a logit drift measured at 1/24-1/40 of Q8_0
+  // weights'; docs/BENCHMARKS.md), otherwise f16 as llama.cpp does. Either halves the KV
+  // memory and bandwidth of f32, which remains for exact comparisons.
+  std::string kv_type = "auto";
   int64_t ctx = 0;  // 0 = model's context length
   int64_t batch = 512;
   std::string trace;  // --trace FILE.json; empty = off
@@ -32,7 +35,10 @@ struct EngineFlags {
   void add(CLI::App& cmd, bool chunk_flag = true) {
     cmd.add_option("-m,--model", model_path, "model GGUF file")->required();
     cmd.add_option("-t,--threads", threads, "compute threads (default: physical cores)");
-    cmd.add_option("--kv-type", kv_type, "KV cache element type: f32 or f16")->capture_default_str();
+    cmd.add_option("--kv-type", kv_type,
+                   "KV cache element type: f32, f16, bf16 (attention computed as bf16 dot products, "
+                   "AVX512_BF16 where the CPU has it), or auto (bf16 with AVX512_BF16, else f16)")
+        ->capture_default_str();
     cmd.add_flag("--mmap", mmap,
                  "map the model file instead of reading it into huge-page memory "
                  "(less resident memory, slower decode)");
@@ -67,9 +73,10 @@ struct EngineFlags {
     return o;
   }
   DType kv_dtype() const {
+    if (kv_type == "auto") return kernels::cpu_has_avx512_bf16() ? DType::BF16 : DType::F16;
     const auto t = dtype_from_name(kv_type);
-    if (!t || (*t != DType::F32 && *t != DType::F16)) {
-      throw Error("--kv-type: expected f32 or f16, got '" + kv_type + "'");
+    if (!t || (*t != DType::F32 && *t != DType::F16 && *t != DType::BF16)) {
+      throw Error("--kv-type: expected f32, f16, bf16 or auto, got '" + kv_type + "'");
     }
     return *t;
   }

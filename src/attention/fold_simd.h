@@ -3,8 +3,9 @@
 // only by those files. V provides W lanes of float with masked loads/stores, loads of
 // float or half tile elements (load_elems: lanes past n_valid read as 0 and are never
 // touched in memory), fma, max, fixed-order horizontal max/sum, rounding to the nearest
-// integer and times_pow2 (y * 2^n for integral n) for exp_clamped below, and kScoreRows,
-// the query rows per score pass (4 key columns each; 4 x kScoreRows accumulators).
+// integer and times_pow2 (y * 2^n for integral n) for exp_clamped below, round_bf16
+// (to the nearest bf16 value, as float), and kScoreRows, the query rows per score pass
+// (4 key columns each; 4 x kScoreRows accumulators).
 //
 // Per query row the steps are the reference's: scores as one fma chain over d with one
 // lane per key, then the online-softmax update, then acc * c plus p_j v_j
@@ -19,7 +20,9 @@
 #include <cstdint>
 
 #include "attention/tile_kernels.h"
+#include "core/fp16.h"
 #include "kernels/cpu/simd_exp.h"
+#include "kv/tile_layout.h"
 
 namespace strata::attention::simd {
 
@@ -37,7 +40,8 @@ struct KeyColumn {
 // The fold's keys as columns, in order: one per W keys of a block (fewer at a block's or
 // the fold's end). A column's scores are stored as a whole vector, so a short column's
 // spare lanes land where the next column's scores go and are overwritten by them.
-template <class V, class Elem>
+// kSlotElems: elements per slot in a key tile's row (2 for bf16 pairs, see kv/tile_layout.h).
+template <class V, class Elem, int kSlotElems = 1>
 class KeyColumns {
  public:
   explicit KeyColumns(const FoldTile& f) : f_(f), j_(f.j0) {}
@@ -48,7 +52,7 @@ class KeyColumns {
     while (k < n && j_ < f_.j1) {
       const int64_t b = j_ / bs, slot = j_ % bs;
       const int64_t len = std::min({V::W, bs - slot, f_.j1 - j_});
-      out[k++] = {static_cast<const Elem*>(f_.kt[b]) + slot, len, j_ - f_.j0};
+      out[k++] = {static_cast<const Elem*>(f_.kt[b]) + slot * kSlotElems, len, j_ - f_.j0};
       j_ += len;
     }
     return k;
@@ -158,13 +162,18 @@ inline typename V::F row_max(const float* p, int64_t nk, typename V::F init) {
 
 // p = exp(p - m) over a score row's first nk values, 0 after them up to a whole pair of
 // vectors (the scratch row has room, see fold_scratch_row); returns the lane-wise sums of
-// the even and odd vectors, added. Two vectors per step, so two exps are in flight.
-template <class V>
+// the even and odd vectors, added. Two vectors per step, so two exps are in flight. With
+// kRoundBf16 each p is rounded to bf16 (TileKernels::fold's bf16 tiles).
+template <class V, bool kRoundBf16 = false>
 inline typename V::F exp_row(float* p, int64_t nk, typename V::F m) {
   auto s0 = V::zero(), s1 = V::zero();
   for (int64_t c = 0; c < nk; c += 2 * V::W) {
-    const auto e0 = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c), m)), V::first(nk - c));
-    const auto e1 = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c + V::W), m)), V::first(nk - c - V::W));
+    auto e0 = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c), m)), V::first(nk - c));
+    auto e1 = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c + V::W), m)), V::first(nk - c - V::W));
+    if constexpr (kRoundBf16) {
+      e0 = V::round_bf16(e0);
+      e1 = V::round_bf16(e1);
+    }
     V::store(p + c, e0);
     V::store(p + c + V::W, e1);
     s0 = V::add(s0, e0);
@@ -173,13 +182,13 @@ inline typename V::F exp_row(float* p, int64_t nk, typename V::F m) {
   return V::add(s0, s1);
 }
 
-template <class V, class Elem>
-void fold_elems(const FoldTile& f) {
-  const int64_t hd = f.head_dim, bs = f.block_size;
-  const int64_t ldp = fold_scratch_row(bs);
-  // 1. Scores, up to 4 key columns x kScoreRows rows per pass. Every row gets the scores
-  // of all the fold's keys; its softmax below reads only its own (row_keys).
-  {
+// How a fold multiplies (fold_elems' steps 1 and 3, and the exp of step 2): f32 fmas over
+// float or half tiles. kRoundBf16 rounds each p to bf16; with tiles of bf16 values
+// widened to float and a query rounded to bf16, that is the bf16 fold's arithmetic.
+template <class V, class Elem, bool kRoundBf16 = false>
+struct FmaDots {
+  void scores(const FoldTile& f, int64_t ldp) const {
+    const int64_t hd = f.head_dim, bs = f.block_size;
     KeyColumns<V, Elem> columns(f);
     KeyColumn<Elem> col[4];
     for (int nc; (nc = columns.next(col, 4)) > 0;) {
@@ -191,6 +200,21 @@ void fold_elems(const FoldTile& f) {
       }
     }
   }
+  typename V::F exp_row(float* p, int64_t nk, typename V::F m) const { return simd::exp_row<V, kRoundBf16>(p, nk, m); }
+  // acc = acc * c + P V for R rows that all fold the first n keys.
+  template <int R>
+  void accumulate(const float* p, int64_t ldp, const FoldTile& f, int64_t n, const float* c, float* acc) const {
+    for (int64_t d0 = 0; d0 < f.head_dim; d0 += 4 * V::W) accumulate_rows<V, Elem, R>(p, ldp, f, n, d0, c, acc);
+  }
+};
+
+template <class V, class Dots>
+void fold_elems(const FoldTile& f, const Dots& dots) {
+  const int64_t hd = f.head_dim, bs = f.block_size;
+  const int64_t ldp = fold_scratch_row(bs);
+  // 1. Scores, up to 4 key columns x kScoreRows rows per pass. Every row gets the scores
+  // of all the fold's keys; its softmax below reads only its own (row_keys).
+  dots.scores(f, ldp);
   // 2. The online-softmax update per row; p becomes exp(s - m) over the row's keys.
   constexpr int64_t kMaxRows = 64;
   float corr[kMaxRows];
@@ -206,13 +230,11 @@ void fold_elems(const FoldTile& f) {
       const float* pr = f.p + r0 * ldp;
       const float* cr0 = corr + (r0 - g0);
       float* acc = f.acc + r0 * hd;
-      for (int64_t d0 = 0; d0 < hd; d0 += 4 * V::W) {
-        switch (r1 - r0) {
-          case 4: accumulate_rows<V, Elem, 4>(pr, ldp, f, nk, d0, cr0, acc); break;
-          case 3: accumulate_rows<V, Elem, 3>(pr, ldp, f, nk, d0, cr0, acc); break;
-          case 2: accumulate_rows<V, Elem, 2>(pr, ldp, f, nk, d0, cr0, acc); break;
-          default: accumulate_rows<V, Elem, 1>(pr, ldp, f, nk, d0, cr0, acc); break;
-        }
+      switch (r1 - r0) {
+        case 4: dots.template accumulate<4>(pr, ldp, f, nk, cr0, acc); break;
+        case 3: dots.template accumulate<3>(pr, ldp, f, nk, cr0, acc); break;
+        case 2: dots.template accumulate<2>(pr, ldp, f, nk, cr0, acc); break;
+        default: dots.template accumulate<1>(pr, ldp, f, nk, cr0, acc); break;
       }
       r0 = r1;
     }
@@ -235,7 +257,7 @@ void fold_elems(const FoldTile& f) {
       const auto old_max = V::load(f.max + r);
       const auto m = V::max(old_max, V::transpose_reduce(v, [](auto a, auto b) { return V::max(a, b); }));
       const auto cr = exp_clamped<V>(V::sub(old_max, m));
-      for (int i = 0; i < 16; ++i) v[i] = exp_row<V>(f.p + (r + i) * ldp, nk[i], V::broadcast_lane(m, i));
+      for (int i = 0; i < 16; ++i) v[i] = dots.exp_row(f.p + (r + i) * ldp, nk[i], V::broadcast_lane(m, i));
       const auto sums = V::transpose_reduce(v, [](auto a, auto b) { return V::add(a, b); });
       V::store(f.sum + r, V::fma(V::load(f.sum + r), cr, sums));
       V::store(f.max + r, m);
@@ -248,7 +270,7 @@ void fold_elems(const FoldTile& f) {
     float* p = f.p + r * ldp;
     const float m = V::reduce_max(row_max<V>(p, nk, V::set1(f.max[r])));
     const float cr = V::first_lane(exp_clamped<V>(V::set1(f.max[r] - m)));
-    f.sum[r] = std::fma(f.sum[r], cr, V::reduce_add(exp_row<V>(p, nk, V::set1(m))));
+    f.sum[r] = std::fma(f.sum[r], cr, V::reduce_add(dots.exp_row(p, nk, V::set1(m))));
     f.max[r] = m;
     corr[r % kMaxRows] = cr;
     if (ready(r)) accumulate_through(r);
@@ -264,18 +286,61 @@ inline void widen(const uint16_t* src, float* dst, int64_t n) {
 // the stack for prefill: 32 KiB, four blocks at llama-1b's shape.
 constexpr int64_t kMaxWidenedTile = 8192;
 
+// bf16 tiles without bf16 dot products: the tiles widened to float (exact) in the f32
+// layout, the query rounded to bf16, and p rounded as it is computed, which is the
+// reference's arithmetic summed in fma-chain order. The widened tiles take up to
+// kMaxWidenedBf16 floats (64 KiB: four blocks at head_dim 128) and the rounded query
+// kMaxRoundedQuery (rows in chunks); bigger folds go to the reference.
+constexpr int64_t kMaxWidenedBf16 = 16384;
+constexpr int64_t kMaxRoundedQuery = 4096;
+
+template <class V>
+void fold_bf16_widened(const FoldTile& f) {
+  const int64_t hd = f.head_dim, bs = f.block_size, tile = hd * bs;
+  const int64_t rpt = f.rows_per_token > 0 ? f.rows_per_token : 1;
+  const int64_t chunk = kMaxRoundedQuery / hd / rpt * rpt;
+  if (2 * f.n_blocks * tile > kMaxWidenedBf16 || chunk == 0) return reference_tile_kernels().fold(f);
+  alignas(64) float buf[kMaxWidenedBf16];
+  alignas(64) float q[kMaxRoundedQuery];
+  FoldTile wide = f;
+  wide.elem = TileElem::f32;
+  for (int b = 0; b < f.n_blocks; ++b) {
+    const auto* kp = static_cast<const uint16_t*>(f.kt[b]);
+    const auto* vp = static_cast<const uint16_t*>(f.v[b]);
+    float* kb = buf + 2 * b * tile;
+    float* vb = kb + tile;
+    for (int64_t d = 0; d < hd; ++d) {
+      for (int64_t j = 0; j < bs; ++j) kb[d * bs + j] = bf16_to_fp32(kp[kv_layout::bf16_key_index(d, j, bs)]);
+    }
+    const int64_t lo = std::clamp<int64_t>(f.j0 - b * bs, 0, bs), hi = std::clamp<int64_t>(f.j1 - b * bs, 0, bs);
+    for (int64_t j = lo; j < hi; ++j) {
+      for (int64_t d = 0; d < hd; ++d) vb[j * hd + d] = bf16_to_fp32(vp[kv_layout::bf16_value_index(j, d, hd)]);
+    }
+    wide.kt[b] = kb;
+    wide.v[b] = vb;
+  }
+  for (int64_t r0 = 0; r0 < f.n_q; r0 += chunk) {
+    const int64_t r1 = std::min(f.n_q, r0 + chunk);
+    FoldTile rows = row_slice(wide, r0, r1);
+    for (int64_t i = 0; i < (r1 - r0) * hd; ++i) q[i] = bf16_to_fp32(fp32_to_bf16(rows.q[i]));
+    rows.q = q;
+    fold_elems<V>(rows, FmaDots<V, float, true>{});
+  }
+}
+
 template <class V>
 void fold(const FoldTile& f) {
-  if (!f.f16) return fold_elems<V, float>(f);
+  if (f.elem == TileElem::bf16) return fold_bf16_widened<V>(f);
+  if (f.elem == TileElem::f32) return fold_elems<V>(f, FmaDots<V, float>{});
   // With many rows (prefill: kQueryTile tokens x the heads of a KV head), converting the
   // f16 tiles once beats converting them as they are loaded: keys are loaded once per
   // kScoreRows rows and values once per 4, and each conversion takes an FP-port slot from
   // the fmas. The conversion is exact, so the result is the same bits either way.
   const int64_t tile = f.head_dim * f.block_size;
-  if (f.n_q < 16 || 2 * f.n_blocks * tile > kMaxWidenedTile) return fold_elems<V, uint16_t>(f);
+  if (f.n_q < 16 || 2 * f.n_blocks * tile > kMaxWidenedTile) return fold_elems<V>(f, FmaDots<V, uint16_t>{});
   alignas(64) float buf[kMaxWidenedTile];
   FoldTile wide = f;
-  wide.f16 = false;
+  wide.elem = TileElem::f32;
   for (int b = 0; b < f.n_blocks; ++b) {
     float* kb = buf + 2 * b * tile;
     float* vb = kb + tile;
@@ -287,7 +352,7 @@ void fold(const FoldTile& f) {
     wide.kt[b] = kb;
     wide.v[b] = vb;
   }
-  fold_elems<V, float>(wide);
+  fold_elems<V>(wide, FmaDots<V, float>{});
 }
 
 }  // namespace strata::attention::simd

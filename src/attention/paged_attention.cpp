@@ -10,6 +10,7 @@
 #include "core/fp16.h"
 #include "core/prefetch.h"
 #include "attention/tile_kernels.h"
+#include "kv/tile_layout.h"
 
 namespace strata {
 namespace {
@@ -41,18 +42,24 @@ ScratchLayout layout(const AttentionShape& s, int64_t bs) {
   return l;
 }
 
-// Stores n values at dst, dst + stride, ... (elements of the cache's type).
-void store_strided(uint8_t* dst, DType dtype, const float* src, int64_t n, int64_t stride) {
-  if (dtype == DType::F32) {
-    auto* f = reinterpret_cast<float*>(dst);
-    if (stride == 1) {
-      std::memcpy(f, src, static_cast<size_t>(n) * sizeof(float));
-    } else {
-      for (int64_t i = 0; i < n; ++i) f[i * stride] = src[i];
+// Stores one slot's key (keys = true) or value, head_dim elements, into a tile of the
+// cache's element type at the places kv/tile_layout.h gives them.
+void store_slot(uint8_t* tile, DType dtype, bool keys, const float* src, int64_t slot, int64_t bs, int64_t hd) {
+  auto index = [&](int64_t d) {
+    if (dtype == DType::BF16) {
+      return keys ? kv_layout::bf16_key_index(d, slot, bs) : kv_layout::bf16_value_index(slot, d, hd);
     }
+    return keys ? kv_layout::key_index(d, slot, bs) : kv_layout::value_index(slot, d, hd);
+  };
+  if (dtype == DType::F32) {
+    auto* f = reinterpret_cast<float*>(tile);
+    for (int64_t d = 0; d < hd; ++d) f[index(d)] = src[d];
+  } else if (dtype == DType::F16) {
+    auto* h = reinterpret_cast<uint16_t*>(tile);
+    for (int64_t d = 0; d < hd; ++d) h[index(d)] = fp32_to_fp16(src[d]);
   } else {
-    auto* h = reinterpret_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < n; ++i) h[i * stride] = fp32_to_fp16(src[i]);
+    auto* h = reinterpret_cast<uint16_t*>(tile);
+    for (int64_t d = 0; d < hd; ++d) h[index(d)] = fp32_to_bf16(src[d]);
   }
 }
 
@@ -86,7 +93,6 @@ void write_kv(KvCache& cache, int64_t layer, const ForwardBatch& batch, const fl
               const float* v) {
   const auto& cfg = cache.config();
   const int64_t row = cfg.n_kv_heads * cfg.head_dim;
-  const size_t esz = cache.element_size();
   const int64_t n_streaming = cfg.modes.n_streaming_in_layer(layer);
   const bool any_streaming = n_streaming > 0;
   const bool any_full = n_streaming < cfg.n_kv_heads;
@@ -98,12 +104,10 @@ void write_kv(KvCache& cache, int64_t layer, const ForwardBatch& batch, const fl
     const int64_t slot = pos % cfg.block_size;
     for (int64_t h = 0; h < cfg.n_kv_heads; ++h) {
       const int32_t block = cache.streaming(layer, h) ? stream_block : full_block;
-      // Keys are the tile's columns (element d of slot j at d * block_size + j), values
-      // its rows; see attention/tile_kernels.h.
-      store_strided(cache.k_tile(layer, block, h) + static_cast<size_t>(slot) * esz, cfg.dtype,
-                    k + t * row + h * cfg.head_dim, cfg.head_dim, cfg.block_size);
-      store_strided(cache.v_tile(layer, block, h) + static_cast<size_t>(slot * cfg.head_dim) * esz,
-                    cfg.dtype, v + t * row + h * cfg.head_dim, cfg.head_dim, 1);
+      store_slot(cache.k_tile(layer, block, h), cfg.dtype, true, k + t * row + h * cfg.head_dim, slot,
+                 cfg.block_size, cfg.head_dim);
+      store_slot(cache.v_tile(layer, block, h), cfg.dtype, false, v + t * row + h * cfg.head_dim, slot,
+                 cfg.block_size, cfg.head_dim);
     }
   }
 }
@@ -146,7 +150,9 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
                               : 1;
   const int64_t n_items = n_pairs * n_split;
   const attention::TileKernels& tk = attention::tile_kernels();
-  const bool f16 = cfg.dtype == DType::F16;
+  const attention::TileElem elem = cfg.dtype == DType::F16    ? attention::TileElem::f16
+                                   : cfg.dtype == DType::BF16 ? attention::TileElem::bf16
+                                                              : attention::TileElem::f32;
   const size_t tile_bytes = static_cast<size_t>(bs * hd) * cache.element_size();
 
   std::atomic<int64_t> next_item{0};
@@ -173,7 +179,7 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
       }
       tile.q = qbuf + i0 * nr * hd;
       tile.n_q = (i1 - i0) * nr;
-      tile.f16 = f16;
+      tile.elem = elem;
       tile.block_size = bs;
       tile.head_dim = hd;
       tile.j0 = j0;

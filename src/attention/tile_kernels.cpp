@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "core/fp16.h"
+#include "kv/tile_layout.h"
 
 #include "kernels/quant/traits.h"
 
@@ -32,10 +33,10 @@ void fold_ref(const FoldTile& f) {
   const int64_t hd = f.head_dim, bs = f.block_size;
   // Key j of the fold's axis: slot j % bs of block j / bs.
   auto key = [&](int64_t j, int64_t d) {
-    return elem(static_cast<const Elem*>(f.kt[j / bs]), d * bs + j % bs);
+    return elem(static_cast<const Elem*>(f.kt[j / bs]), kv_layout::key_index(d, j % bs, bs));
   };
   auto value = [&](int64_t j, int64_t d) {
-    return elem(static_cast<const Elem*>(f.v[j / bs]), (j % bs) * hd + d);
+    return elem(static_cast<const Elem*>(f.v[j / bs]), kv_layout::value_index(j % bs, d, hd));
   };
   for (int64_t r = 0; r < f.n_q; ++r) {
     const int64_t n = f.row_keys(r);
@@ -65,8 +66,68 @@ void fold_ref(const FoldTile& f) {
   }
 }
 
+inline float round_bf16(float x) { return bf16_to_fp32(fp32_to_bf16(x)); }
+
+// bf16 tiles: the two-term bf16 dot product's arithmetic (see TileKernels::fold). Every
+// product of two bf16 values is exact in float, so `acc += a * b` rounds once, as the
+// instruction's steps do.
+void fold_ref_bf16(const FoldTile& f) {
+  const int64_t hd = f.head_dim, bs = f.block_size;
+  auto key = [&](int64_t j, int64_t d) {
+    return bf16_to_fp32(static_cast<const uint16_t*>(f.kt[j / bs])[kv_layout::bf16_key_index(d, j % bs, bs)]);
+  };
+  auto value = [&](int64_t j, int64_t d) {
+    return bf16_to_fp32(static_cast<const uint16_t*>(f.v[j / bs])[kv_layout::bf16_value_index(j % bs, d, hd)]);
+  };
+  for (int64_t r = 0; r < f.n_q; ++r) {
+    const int64_t n = f.row_keys(r);
+    const float* q = f.q + r * hd;
+    float* p = f.p + r * fold_scratch_row(bs);
+    float block_max = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) {
+      float dot = 0.0f;
+      for (int64_t d = 0; d < hd; d += 2) {
+        dot += round_bf16(q[d + 1]) * key(f.j0 + j, d + 1);
+        dot += round_bf16(q[d]) * key(f.j0 + j, d);
+      }
+      p[j] = dot * f.scale;
+      block_max = std::max(block_max, p[j]);
+    }
+    const float m = std::max(f.max[r], block_max);
+    const float c = exp_clamped(f.max[r] - m);
+    float s = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      p[j] = round_bf16(exp_clamped(p[j] - m));
+      s += p[j];
+    }
+    f.sum[r] = f.sum[r] * c + s;
+    f.max[r] = m;
+    float* acc = f.acc + r * hd;
+    for (int64_t d = 0; d < hd; ++d) acc[d] *= c;
+    // Slots 2m and 2m + 1 of a block form a pair when the row folds both; a key whose
+    // partner lies outside the row's keys is added alone.
+    for (int64_t j = 0; j < n;) {
+      const int64_t slot = (f.j0 + j) % bs;
+      if (slot % 2 == 0 && j + 1 < n) {
+        for (int64_t d = 0; d < hd; ++d) {
+          acc[d] += p[j + 1] * value(f.j0 + j + 1, d);
+          acc[d] += p[j] * value(f.j0 + j, d);
+        }
+        j += 2;
+      } else {
+        for (int64_t d = 0; d < hd; ++d) acc[d] += p[j] * value(f.j0 + j, d);
+        j += 1;
+      }
+    }
+  }
+}
+
 void fold_ref_any(const FoldTile& f) {
-  f.f16 ? fold_ref<uint16_t>(f) : fold_ref<float>(f);
+  switch (f.elem) {
+    case TileElem::f32: return fold_ref<float>(f);
+    case TileElem::f16: return fold_ref<uint16_t>(f);
+    case TileElem::bf16: return fold_ref_bf16(f);
+  }
 }
 
 }  // namespace
@@ -79,6 +140,7 @@ const TileKernels& reference_tile_kernels() {
 const TileKernels& tile_kernels() {
   static const TileKernels k = [] {
     const kernels::KernelIsa isa = kernels::cpu_kernel_isa();
+    if (kernels::cpu_has_avx512_bf16()) return TileKernels{avx512bf16::fold, "avx512-bf16"};
     if (isa >= kernels::KernelIsa::avx512_vnni) return TileKernels{avx512::fold, "avx512"};
     if (isa >= kernels::KernelIsa::avx2) return TileKernels{avx2::fold, "avx2"};
     return reference_tile_kernels();

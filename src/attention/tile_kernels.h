@@ -1,16 +1,17 @@
 // The inner loop of paged attention (internal to attention/): folding one K/V tile into
 // the online softmax of a group of query rows (the query heads that share a KV head).
 //
-// Tile layout, as KvCache blocks hold it (see paged_attention.cpp, write_kv):
-//   keys transposed:  kt[d * block_size + j]  (each key is a column)
-//   values row-major: v[j * head_dim + d]
-// Keeping keys as columns makes the scores of one query row against a whole tile a chain
-// of broadcast-multiply-adds across lanes of keys, with no horizontal sums.
+// Tiles are laid out as KvCache blocks hold them (kv/tile_layout.h): keys transposed and
+// values row-major for f32 and f16, both paired for bf16.
 //
 // The scalar version is the reference; the AVX2 and AVX-512 versions (fold_simd.h) do the
 // same arithmetic per lane with a vectorized exp. Each is a pure function with a fixed
 // order per query row that does not depend on the other rows of the call, so attention is
 // batch- and thread-invariant whichever set runs.
+//
+// bf16 tiles are computed as bf16 dot products (AVX512_BF16 where the CPU has it): the
+// query and the softmax weights p are rounded to bf16 too, products are exact and sums
+// are f32. Everywhere else the arithmetic is f32.
 #pragma once
 
 #include <cstdint>
@@ -24,16 +25,18 @@ namespace strata::attention {
 // faster on 64 keys than on 16 at a prefill group's 128 rows.
 constexpr int kMaxFoldBlocks = 4;
 
+enum class TileElem : uint8_t { f32, f16, bf16 };
+
 struct FoldTile {
   const float* q = nullptr;   // n_q rows of head_dim
   int64_t n_q = 0;
-  // The keys (transposed, stride block_size) and values of n_blocks KV blocks, as the cache
-  // stores them: float, or IEEE half when f16 is set. Together they form one key axis:
-  // key j is slot j % block_size of block j / block_size.
+  // The key and value tiles of n_blocks KV blocks, as the cache stores them (elements of
+  // type elem, laid out as kv/tile_layout.h says). Together they form one key axis: key j
+  // is slot j % block_size of block j / block_size.
   const void* kt[kMaxFoldBlocks] = {};
   const void* v[kMaxFoldBlocks] = {};
   int n_blocks = 1;
-  bool f16 = false;
+  TileElem elem = TileElem::f32;
   int64_t block_size = 0;
   int64_t head_dim = 0;
   int64_t j0 = 0, j1 = 0;     // the keys folded: [j0, j1) of that axis
@@ -63,11 +66,28 @@ inline int64_t fold_scratch_row(int64_t block_size) {
   return (kMaxFoldBlocks * block_size + 15) / 16 * 16 + 16;
 }
 
+// Rows [r0, r1) of a fold as a fold of their own; with causal rows, r0 must be a multiple
+// of rows_per_token.
+inline FoldTile row_slice(const FoldTile& f, int64_t r0, int64_t r1) {
+  FoldTile s = f;
+  s.q = f.q + r0 * f.head_dim;
+  s.n_q = r1 - r0;
+  s.max = f.max + r0;
+  s.sum = f.sum + r0;
+  s.acc = f.acc + r0 * f.head_dim;
+  if (f.rows_per_token > 0) s.first_row_keys = f.first_row_keys + r0 / f.rows_per_token;
+  return s;
+}
+
 struct TileKernels {
   // Per row, over its keys j: scores s_j = (q . k_j) * scale (d summed in order, one
   // chain); m = max(max, max_j s_j); c = exp(max - m); p_j = exp(s_j - m);
   // sum = sum * c + sum_j p_j; acc = acc * c + sum_j p_j v_j (j in order); max = m.
   // exp arguments are clamped at -80 (see exp_clamped in tile_kernels.cpp).
+  // With bf16 tiles, q and every p_j are rounded to bf16 first, the sum adds the rounded
+  // p_j, and the reference adds each pair of dimensions (scores) or of slots 2m, 2m+1
+  // (values) as the odd term, then the even one; the SIMD folds may order the terms
+  // differently.
   void (*fold)(const FoldTile& tile);
   const char* name;
 };
@@ -80,6 +100,10 @@ namespace avx2 {
 void fold(const FoldTile& tile);
 }
 namespace avx512 {
+void fold(const FoldTile& tile);
+}
+// The AVX-512 fold, with bf16 tiles computed by AVX512_BF16 dot products.
+namespace avx512bf16 {
 void fold(const FoldTile& tile);
 }
 

@@ -2,78 +2,14 @@
 // a whole KV block at the default block size.
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see kernels/quant/legacy_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-
+#include "attention/avx512_vec.h"
 #include "attention/fold_simd.h"
 #include "attention/tile_kernels.h"
 
 namespace strata::attention::avx512 {
-namespace {
-
-struct Avx512Vec {
-  static constexpr int64_t W = 16;
-  static constexpr int kScoreRows = 6;  // 24 of the 32 registers hold scores
-  using F = __m512;
-  using Mask = __mmask16;
-  static Mask first(int64_t n) {
-    return n >= W ? Mask(0xffff) : n <= 0 ? Mask(0) : static_cast<Mask>((1u << n) - 1);
-  }
-  static F zero() { return _mm512_setzero_ps(); }
-  static F set1(float x) { return _mm512_set1_ps(x); }
-  static F load(const float* p) { return _mm512_loadu_ps(p); }
-  static F maskz_load(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
-  static F load_elems(const float* p, Mask m, int64_t) { return _mm512_maskz_loadu_ps(m, p); }
-  static F load_elems(const uint16_t* p, Mask m, int64_t) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
-  }
-  static F load_or_neg_inf(const float* p, Mask m) {
-    return _mm512_mask_loadu_ps(_mm512_set1_ps(-__builtin_inff()), m, p);
-  }
-  static void store(float* p, F x) { _mm512_storeu_ps(p, x); }
-  static void mask_store(float* p, Mask m, F x) { _mm512_mask_storeu_ps(p, m, x); }
-  static F zero_outside(F x, Mask m) { return _mm512_maskz_mov_ps(m, x); }
-  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
-  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
-  static F add(F a, F b) { return _mm512_add_ps(a, b); }
-  static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
-  static F max(F a, F b) { return _mm512_max_ps(a, b); }
-  static float first_lane(F x) { return _mm512_cvtss_f32(x); }
-  static float reduce_max(F v) { return _mm512_reduce_max_ps(v); }
-  static float reduce_add(F v) { return _mm512_reduce_add_ps(v); }
-  static F round_nearest(F x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static F times_pow2(F y, F n) { return _mm512_scalef_ps(y, n); }
-
-  // For fold_simd.h's 16-row softmax: lane r of the result is op folded over the lanes of
-  // v[r], pairing lanes as _mm512_reduce_add_ps does (i with i + 8, then i + 4, i + 2,
-  // i + 1), so every row gets the bits reduce_add / reduce_max would give it alone. Four
-  // levels of shuffle-and-op halve the vectors while doubling the rows each one holds;
-  // the last leaves row r in lane 4 * (r % 4) + r / 4, which one permute undoes.
-  template <class Op>
-  static F transpose_reduce(F (&v)[16], Op op) {
-    F w[8], x[4], z[2];
-    for (int k = 0; k < 8; ++k) {  // row 2k in lanes 0-7, 2k+1 in 8-15: lane i op i + 8
-      w[k] = op(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    }
-    for (int k = 0; k < 4; ++k) {  // 128-bit chunk j holds row 4k + j: i op i + 4
-      x[k] = op(_mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                _mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-    }
-    for (int k = 0; k < 2; ++k) {  // chunk j: lanes 0-1 row 8k + j, 2-3 row 8k + 4 + j: i op i + 2
-      z[k] = op(_mm512_shuffle_ps(x[2 * k], x[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                _mm512_shuffle_ps(x[2 * k], x[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    }
-    const F r = op(_mm512_shuffle_ps(z[0], z[1], _MM_SHUFFLE(2, 0, 2, 0)),  // i op i + 1
-                   _mm512_shuffle_ps(z[0], z[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
-  }
-  static F broadcast_lane(F v, int i) { return _mm512_permutexvar_ps(_mm512_set1_epi32(i), v); }
-};
-
-}  // namespace
 
 void fold(const FoldTile& tile) {
-  simd::fold<Avx512Vec>(tile);
+  simd::fold<simd::Avx512Vec>(tile);
 }
 
 }  // namespace strata::attention::avx512

@@ -8,13 +8,18 @@
 namespace strata {
 
 KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
-  if (config.dtype != DType::F32 && config.dtype != DType::F16) {
+  if (config.dtype != DType::F32 && config.dtype != DType::F16 && config.dtype != DType::BF16) {
     throw Error("kv cache: unsupported element type '" + std::string(dtype_name(config.dtype)) +
-                "' (use f32 or f16)");
+                "' (use f32, f16 or bf16)");
   }
   if (config.n_layers <= 0 || config.n_kv_heads <= 0 || config.head_dim <= 0 ||
       config.block_size <= 0 || config.n_blocks <= 0) {
     throw Error("kv cache: every dimension must be positive");
+  }
+  if (config.dtype == DType::BF16 && (config.head_dim % 2 != 0 || config.block_size % 2 != 0)) {
+    throw Error("kv cache: bf16 tiles pair elements (kv/tile_layout.h), so head_dim (" +
+                std::to_string(config.head_dim) + ") and block_size (" + std::to_string(config.block_size) +
+                ") must be even");
   }
   element_size_ = dtype_info(config.dtype).type_size;
   tile_elems_ = config.block_size * config.head_dim;

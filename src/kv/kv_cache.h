@@ -21,7 +21,7 @@ struct KvCacheConfig {
   int64_t head_dim = 0;
   int64_t block_size = 16;  // tokens per block
   int64_t n_blocks = 0;
-  DType dtype = DType::F32;  // F32 or F16
+  DType dtype = DType::F32;  // F32, F16 or BF16 (even head_dim and block_size)
   // Sparse attention: streaming heads' K/V live in a second pool of n_stream_blocks
   // blocks (addressed through a sequence's stream table), full heads' in the first.
   // Dense modes (the default) leave the second pool empty and the layout unchanged.
@@ -48,7 +48,7 @@ class KvCache {
   }
 
   // Layout of each pool: [layer][head of that mode in the layer][block][tile]; a tile is
-  // the block's keys transposed ([head_dim][slot]) or its values ([slot][head_dim]).
+  // the block's keys or its values, laid out as kv/tile_layout.h says.
   // A (block, head) tile is contiguous, so attention for one KV head streams each block
   // once for all the query heads that share it. `block` indexes the pool that holds
   // (layer, head): the paged pool for full heads, the stream pool for streaming heads.

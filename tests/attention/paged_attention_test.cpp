@@ -1,5 +1,5 @@
 // Paged attention against a naive reference: random Q/K/V, scattered block tables,
-// GQA groups, several sequences in one batch, f32 and f16 KV storage.
+// GQA groups, several sequences in one batch, f32, f16 and bf16 KV storage.
 #include "attention/paged_attention.h"
 
 #include <gtest/gtest.h>
@@ -54,8 +54,13 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
   for (auto* buf : {&q, &k, &v}) {
     for (auto& x : *buf) x = normal(rng);
   }
-  // What the cache will hold (f16 storage rounds K and V).
-  auto stored = [&](float x) { return c.dtype == DType::F16 ? fp16_to_fp32(fp32_to_fp16(x)) : x; };
+  // What the cache will hold (f16 and bf16 storage round K and V); bf16 attention rounds the
+  // query too, and its softmax weights (up to 2^-9 relative each: the looser bound).
+  const bool bf16 = c.dtype == DType::BF16;
+  auto stored = [&](float x) {
+    return c.dtype == DType::F16 ? fp16_to_fp32(fp32_to_fp16(x)) : bf16 ? bf16_to_fp32(fp32_to_bf16(x)) : x;
+  };
+  const double tol = bf16 ? 8e-3 : 2e-5;
 
   write_kv(cache, 0, batch, k.data(), v.data());
   ThreadPool pool(2);
@@ -77,7 +82,8 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
       for (int64_t j = 0; j <= pos; ++j) {
         double dot = 0;
         for (int64_t d = 0; d < c.head_dim; ++d) {
-          dot += double(q[size_t(t * q_dim + h * c.head_dim + d)]) *
+          const float qd = q[size_t(t * q_dim + h * c.head_dim + d)];
+          dot += double(bf16 ? stored(qd) : qd) *
                  stored(k[size_t((first + j) * kv_dim + g * c.head_dim + d)]);
         }
         w[size_t(j)] = dot * shape.scale;
@@ -89,7 +95,7 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
         for (int64_t j = 0; j <= pos; ++j) {
           ref += w[size_t(j)] / sum * stored(v[size_t((first + j) * kv_dim + g * c.head_dim + d)]);
         }
-        ASSERT_NEAR(out[size_t(t * q_dim + h * c.head_dim + d)], ref, 2e-5)
+        ASSERT_NEAR(out[size_t(t * q_dim + h * c.head_dim + d)], ref, tol)
             << "token " << t << " head " << h << " dim " << d;
       }
     }
@@ -98,7 +104,8 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, PagedAttentionTest,
                          ::testing::Values(Case{4, 4, 16, 16, DType::F32}, Case{8, 2, 32, 16, DType::F32},
-                                           Case{8, 1, 64, 8, DType::F32}, Case{6, 3, 16, 4, DType::F16}));
+                                           Case{8, 1, 64, 8, DType::F32}, Case{6, 3, 16, 4, DType::F16},
+                                           Case{8, 2, 64, 16, DType::BF16}, Case{6, 3, 16, 4, DType::BF16}));
 
 TEST(PagedAttention, WriteOutsideBlockTableThrows) {
   KvCache cache({1, 1, 4, 4, 2, DType::F32, {}, 0});

@@ -13,6 +13,7 @@
 
 #include "core/fp16.h"
 #include "kernels/quant/traits.h"
+#include "kv/tile_layout.h"
 
 namespace strata::attention {
 namespace {
@@ -38,8 +39,8 @@ struct Folding {
 // Attention of n_q rows over n_keys keys, folded with `fold`; keys are laid out in blocks
 // of bs as the cache holds them (keys transposed per block), unwritten slots holding 7.
 std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::vector<float>& q,
-                       const std::vector<float>& keys, const std::vector<float>& vals, bool f16 = false,
-                       Folding how = {}) {
+                       const std::vector<float>& keys, const std::vector<float>& vals,
+                       TileElem elem = TileElem::f32, Folding how = {}) {
   const int64_t n_blocks = (c.n_keys + c.bs - 1) / c.bs;
   std::vector<float> kt(static_cast<size_t>(n_blocks * c.bs * c.hd), 7.0f);
   std::vector<float> vt(kt.size(), 7.0f);
@@ -50,8 +51,25 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
       vt[static_cast<size_t>(b * c.bs * c.hd + s * c.hd + d)] = vals[static_cast<size_t>(j * c.hd + d)];
     }
   }
-  std::vector<uint16_t> kt16(kt.size()), vt16(vt.size());  // the same tiles as halves
-  for (size_t i = 0; i < kt.size(); ++i) kt16[i] = fp32_to_fp16(kt[i]), vt16[i] = fp32_to_fp16(vt[i]);
+  // The same tiles as halves, or as bf16 pairs (kv/tile_layout.h).
+  std::vector<uint16_t> kt16(kt.size()), vt16(vt.size());
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    for (int64_t s = 0; s < c.bs; ++s) {
+      for (int64_t d = 0; d < c.hd; ++d) {
+        const auto base = static_cast<size_t>(b * c.bs * c.hd);
+        const float kv = kt[base + static_cast<size_t>(kv_layout::key_index(d, s, c.bs))];
+        const float vv = vt[base + static_cast<size_t>(kv_layout::value_index(s, d, c.hd))];
+        if (elem == TileElem::bf16) {
+          kt16[base + static_cast<size_t>(kv_layout::bf16_key_index(d, s, c.bs))] = fp32_to_bf16(kv);
+          vt16[base + static_cast<size_t>(kv_layout::bf16_value_index(s, d, c.hd))] = fp32_to_bf16(vv);
+        } else {
+          kt16[base + static_cast<size_t>(kv_layout::key_index(d, s, c.bs))] = fp32_to_fp16(kv);
+          vt16[base + static_cast<size_t>(kv_layout::value_index(s, d, c.hd))] = fp32_to_fp16(vv);
+        }
+      }
+    }
+  }
+  const bool halves = elem != TileElem::f32;
   std::vector<float> mx(static_cast<size_t>(c.n_q), -INFINITY), sum(static_cast<size_t>(c.n_q), 0.0f);
   std::vector<float> acc(static_cast<size_t>(c.n_q * c.hd), 0.0f);
   std::vector<float> p(static_cast<size_t>(c.n_q * fold_scratch_row(c.bs)));
@@ -64,13 +82,13 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
     t.n_blocks = static_cast<int>((j1 - 1) / c.bs - b0 + 1);
     for (int b = 0; b < t.n_blocks; ++b) {
       const int64_t off = (b0 + b) * c.bs * c.hd;
-      t.kt[b] = f16 ? static_cast<const void*>(kt16.data() + off) : kt.data() + off;
-      t.v[b] = f16 ? static_cast<const void*>(vt16.data() + off) : vt.data() + off;
+      t.kt[b] = halves ? static_cast<const void*>(kt16.data() + off) : kt.data() + off;
+      t.v[b] = halves ? static_cast<const void*>(vt16.data() + off) : vt.data() + off;
     }
     const int64_t r0 = how.causal > 0 ? i0 * how.causal : 0;
     t.q = q.data() + r0 * c.hd;
     t.n_q = c.n_q - r0;
-    t.f16 = f16;
+    t.elem = elem;
     t.block_size = c.bs;
     t.head_dim = c.hd;
     t.j0 = j0 - b0 * c.bs;
@@ -145,36 +163,48 @@ TEST(TileKernels, ReferenceMatchesDoubleSoftmax) {
 
 const Folding kFoldings[] = {{1, true, 0}, {kMaxFoldBlocks, false, 0}, {3, true, 0}};
 
+// The element types a case can be stored as (bf16 pairs need even head_dim and block size).
+std::vector<TileElem> elems(const Case& c) {
+  std::vector<TileElem> e = {TileElem::f32, TileElem::f16};
+  if (c.hd % 2 == 0 && c.bs % 2 == 0) e.push_back(TileElem::bf16);
+  return e;
+}
+
+// Fast folds against the reference. With bf16 tiles both round each softmax weight to
+// bf16, and a weight whose exp differs by an ulp between them can round the other way
+// (2^-8 relative): the bound allows that; the exact tests below pin the arithmetic.
+float tolerance(TileElem e) { return e == TileElem::bf16 ? 2e-3f : 1e-5f; }
+
 void expect_matches_reference(void (*fold)(const FoldTile&), const char* name) {
   std::mt19937 rng(7);
   for (const Case& c : cases()) {
     const auto q = normals(rng, c.n_q * c.hd, 2.0f), k = normals(rng, c.n_keys * c.hd, 1.0f),
                v = normals(rng, c.n_keys * c.hd, 1.0f);
     for (const Folding& how : kFoldings) {
-      for (bool f16 : {false, true}) {
-        const std::vector<float> ref = run(reference_tile_kernels().fold, c, q, k, v, f16, how);
-        const std::vector<float> fast = run(fold, c, q, k, v, f16, how);
+      for (TileElem e : elems(c)) {
+        const std::vector<float> ref = run(reference_tile_kernels().fold, c, q, k, v, e, how);
+        const std::vector<float> fast = run(fold, c, q, k, v, e, how);
         for (size_t i = 0; i < ref.size(); ++i) {
-          ASSERT_NEAR(fast[i], ref[i], 1e-5f) << name << " hd " << c.hd << " bs " << c.bs << " n_q " << c.n_q
-                                              << " keys " << c.n_keys << " f16 " << f16 << " blocks "
-                                              << how.blocks << " element " << i;
+          ASSERT_NEAR(fast[i], ref[i], tolerance(e))
+              << name << " hd " << c.hd << " bs " << c.bs << " n_q " << c.n_q << " keys " << c.n_keys << " elem "
+              << int(e) << " blocks " << how.blocks << " element " << i;
         }
       }
       // A row's result does not depend on the other rows of the call, bit for bit: the
       // many-row paths (kScoreRows rows per score pass, 16 rows per softmax pass, f16
       // tiles widened once) give each row what the one-row path gives it.
-      for (bool f16 : {false, true}) {
+      for (TileElem e : elems(c)) {
         if (c.n_q == 1) break;
-        const std::vector<float> fast = run(fold, c, q, k, v, f16, how);
+        const std::vector<float> fast = run(fold, c, q, k, v, e, how);
         Case one = c;
         one.n_q = 1;
         const int64_t step = c.n_q > 9 ? 7 : c.n_q - 1;  // some rows of big cases, the last of small
         for (int64_t r = c.n_q - 1; r >= 0; r -= step) {
           const std::vector<float> q_row(q.begin() + r * c.hd, q.begin() + (r + 1) * c.hd);
-          const std::vector<float> alone = run(fold, one, q_row, k, v, f16, how);
+          const std::vector<float> alone = run(fold, one, q_row, k, v, e, how);
           for (int64_t d = 0; d < c.hd; ++d) {
-            ASSERT_EQ(alone[d], fast[r * c.hd + d]) << name << " hd " << c.hd << " n_q " << c.n_q << " f16 "
-                                                    << f16 << " blocks " << how.blocks << " row " << r << " alone";
+            ASSERT_EQ(alone[d], fast[r * c.hd + d]) << name << " hd " << c.hd << " n_q " << c.n_q << " elem "
+                                                    << int(e) << " blocks " << how.blocks << " row " << r << " alone";
           }
         }
       }
@@ -203,29 +233,125 @@ void expect_causal_matches_alone(void (*fold)(const FoldTile&), const char* name
     const auto q = normals(rng, c.n_q * c.hd, 2.0f), k = normals(rng, c.n_keys * c.hd, 1.0f),
                v = normals(rng, c.n_keys * c.hd, 1.0f);
     const int64_t n_tokens = c.n_q / rpt;
-    for (bool f16 : {false, true}) {
+    for (TileElem e : elems(c)) {
       for (int blocks : {1, kMaxFoldBlocks}) {
         const Folding how{blocks, false, rpt};
-        const std::vector<float> ref = run(reference_tile_kernels().fold, c, q, k, v, f16, how);
-        const std::vector<float> group = run(fold, c, q, k, v, f16, how);
+        const std::vector<float> ref = run(reference_tile_kernels().fold, c, q, k, v, e, how);
+        const std::vector<float> group = run(fold, c, q, k, v, e, how);
         for (size_t i = 0; i < ref.size(); ++i) {
-          ASSERT_NEAR(group[i], ref[i], 1e-5f) << name << " causal n_q " << c.n_q << " f16 " << f16
-                                               << " blocks " << blocks << " element " << i;
+          ASSERT_NEAR(group[i], ref[i], tolerance(e)) << name << " causal n_q " << c.n_q << " elem " << int(e)
+                                                      << " blocks " << blocks << " element " << i;
         }
         for (int64_t t = 0; t < n_tokens; ++t) {
           Case alone_case = c;
           alone_case.n_q = rpt;
           alone_case.n_keys = c.n_keys - n_tokens + 1 + t;
           const std::vector<float> q_tok(q.begin() + t * rpt * c.hd, q.begin() + (t + 1) * rpt * c.hd);
-          const std::vector<float> alone = run(fold, alone_case, q_tok, k, v, f16, Folding{blocks, false, 0});
+          const std::vector<float> alone = run(fold, alone_case, q_tok, k, v, e, Folding{blocks, false, 0});
           for (int64_t i = 0; i < rpt * c.hd; ++i) {
             ASSERT_EQ(alone[static_cast<size_t>(i)], group[static_cast<size_t>(t * rpt * c.hd + i)])
-                << name << " causal n_q " << c.n_q << " f16 " << f16 << " blocks " << blocks << " token " << t;
+                << name << " causal n_q " << c.n_q << " elem " << int(e) << " blocks " << blocks << " token " << t;
           }
         }
       }
     }
   }
+}
+
+// bf16 folds on inputs where every path's arithmetic is exact, so all must give the same
+// bits: (1) zero queries weigh every key by exactly 1, so a row's output is the mean of its
+// values (odd multiples of 1/8, whose sums are exact in any order); (2) a query 32 x key t
+// (exact in bf16) scores key t at least 80 above every other key, so the others' weights
+// underflow to nothing and the output is value t. A value pair split wrongly, a key
+// dropped or added, or dimension pairs mixed up in the scores would all show.
+void expect_bf16_exact(void (*fold)(const FoldTile&), const char* name) {
+  std::mt19937 rng(13);
+  struct ExactCase {
+    Case c;
+    Folding how;
+  };
+  const ExactCase cases[] = {
+      {{64, 16, 8, 200}, {1, true, 0}},   {{64, 16, 8, 200}, {kMaxFoldBlocks, false, 0}},
+      {{64, 16, 128, 40}, {kMaxFoldBlocks, true, 0}}, {{64, 16, 33, 71}, {3, true, 0}},
+      {{64, 32, 9, 70}, {kMaxFoldBlocks, false, 0}},  {{64, 16, 128, 100}, {kMaxFoldBlocks, false, 8}},
+      {{64, 16, 48, 71}, {kMaxFoldBlocks, false, 6}}, {{64, 16, 128, 16}, {1, false, 8}},
+  };
+  std::uniform_int_distribution<int> eighths(-16, 15);  // odd eighths: never 0
+  for (const auto& [c, how] : cases) {
+    const int64_t rpt = how.causal > 0 ? how.causal : c.n_q;
+    const int64_t n_tokens = c.n_q / rpt;
+    auto visible = [&](int64_t r) { return how.causal > 0 ? c.n_keys - n_tokens + 1 + r / rpt : c.n_keys; };
+    std::vector<float> k = normals(rng, c.n_keys * c.hd, 1.0f), v(static_cast<size_t>(c.n_keys * c.hd));
+    for (auto& x : k) x = bf16_to_fp32(fp32_to_bf16(x));
+    for (auto& x : v) x = static_cast<float>(2 * eighths(rng) + 1) / 8.0f;
+    // (1) uniform weights
+    const std::vector<float> zero(static_cast<size_t>(c.n_q * c.hd), 0.0f);
+    const std::vector<float> mean = run(fold, c, zero, k, v, TileElem::bf16, how);
+    for (int64_t r = 0; r < c.n_q; ++r) {
+      for (int64_t d = 0; d < c.hd; ++d) {
+        double total = 0;
+        for (int64_t j = 0; j < visible(r); ++j) total += v[static_cast<size_t>(j * c.hd + d)];
+        const float want = static_cast<float>(total) / static_cast<float>(visible(r));
+        ASSERT_EQ(mean[static_cast<size_t>(r * c.hd + d)], want)
+            << name << " uniform n_q " << c.n_q << " keys " << c.n_keys << " row " << r << " d " << d;
+      }
+    }
+    // (2) one key per row
+    std::vector<float> q(static_cast<size_t>(c.n_q * c.hd));
+    std::vector<int64_t> target(static_cast<size_t>(c.n_q));
+    for (int64_t r = 0; r < c.n_q; ++r) {
+      target[static_cast<size_t>(r)] = (r * 37 + 5) % visible(r);
+      for (int64_t d = 0; d < c.hd; ++d) {
+        q[static_cast<size_t>(r * c.hd + d)] = 32.0f * k[static_cast<size_t>(target[static_cast<size_t>(r)] * c.hd + d)];
+      }
+    }
+    const std::vector<float> picked = run(fold, c, q, k, v, TileElem::bf16, how);
+    for (int64_t r = 0; r < c.n_q; ++r) {
+      for (int64_t d = 0; d < c.hd; ++d) {
+        ASSERT_EQ(picked[static_cast<size_t>(r * c.hd + d)], v[static_cast<size_t>(target[static_cast<size_t>(r)] * c.hd + d)])
+            << name << " one key n_q " << c.n_q << " keys " << c.n_keys << " row " << r << " d " << d;
+      }
+    }
+  }
+}
+
+TEST(TileKernels, ReferenceBf16MatchesDoubleSoftmaxOfRoundedInputs) {
+  std::mt19937 rng(17);
+  for (const Case& c : cases()) {
+    if (c.hd % 2 != 0 || c.bs % 2 != 0) continue;
+    auto rounded = [](std::vector<float> x) {
+      for (auto& e : x) e = bf16_to_fp32(fp32_to_bf16(e));
+      return x;
+    };
+    const auto q = rounded(normals(rng, c.n_q * c.hd, 2.0f)), k = rounded(normals(rng, c.n_keys * c.hd, 1.0f)),
+               v = rounded(normals(rng, c.n_keys * c.hd, 1.0f));
+    const std::vector<float> out = run(reference_tile_kernels().fold, c, q, k, v, TileElem::bf16);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c.hd));
+    for (int64_t r = 0; r < c.n_q; ++r) {
+      std::vector<double> s(static_cast<size_t>(c.n_keys));
+      double m = -INFINITY, total = 0;
+      for (int64_t j = 0; j < c.n_keys; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < c.hd; ++d) dot += static_cast<double>(q[r * c.hd + d]) * k[j * c.hd + d];
+        s[j] = dot * scale;
+        m = std::max(m, s[j]);
+      }
+      for (auto& x : s) total += (x = std::exp(x - m));
+      for (int64_t d = 0; d < c.hd; ++d) {
+        double o = 0;
+        for (int64_t j = 0; j < c.n_keys; ++j) o += s[j] * v[j * c.hd + d];
+        // The weights' rounding to bf16 (2^-9 relative each) is the only loss.
+        ASSERT_NEAR(out[r * c.hd + d], o / total, 8e-3) << "hd " << c.hd << " bs " << c.bs << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(TileKernels, Bf16ExactCases) {
+  expect_bf16_exact(reference_tile_kernels().fold, "scalar");
+  if (kernels::cpu_has_avx2_fma()) expect_bf16_exact(avx2::fold, "avx2");
+  if (kernels::cpu_kernel_isa() >= kernels::KernelIsa::avx512_vnni) expect_bf16_exact(avx512::fold, "avx512");
+  if (kernels::cpu_has_avx512_bf16()) expect_bf16_exact(avx512bf16::fold, "avx512-bf16");
 }
 
 TEST(TileKernels, ReferenceCausalMatchesAlone) {
@@ -244,6 +370,12 @@ TEST(TileKernels, Avx512MatchesReference) {
   }
   expect_matches_reference(avx512::fold, "avx512");
   expect_causal_matches_alone(avx512::fold, "avx512");
+}
+
+TEST(TileKernels, Avx512Bf16MatchesReference) {
+  if (!kernels::cpu_has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU (or STRATA_NO_AVX512*)";
+  expect_matches_reference(avx512bf16::fold, "avx512-bf16");
+  expect_causal_matches_alone(avx512bf16::fold, "avx512-bf16");
 }
 
 }  // namespace

@@ -22,9 +22,9 @@ struct Seq {
 
 // Runs all sequences together: first one batch with every prompt, then `steps` decode
 // batches with one token per sequence. Records each step's last-token logits.
-void run_batched(Model& model, ThreadPool& pool, std::vector<Seq>& seqs, int steps) {
+void run_batched(Model& model, ThreadPool& pool, std::vector<Seq>& seqs, int steps, DType kv_type) {
   const int64_t bs = 16;
-  KvCache cache(model.kv_config(64, bs, DType::F32));
+  KvCache cache(model.kv_config(64, bs, kv_type));
   BlockPool blocks(64);
   const auto n_vocab = static_cast<size_t>(model.config().n_vocab);
   for (int step = 0; step <= steps; ++step) {
@@ -54,7 +54,7 @@ void run_batched(Model& model, ThreadPool& pool, std::vector<Seq>& seqs, int ste
   }
 }
 
-void check_model(const std::string& path, int threads) {
+void check_model(const std::string& path, int threads, DType kv_type = DType::F32) {
   auto model = Model::load(path);
   ThreadPool pool(threads);
   const std::vector<std::vector<int32_t>> prompts = {
@@ -64,10 +64,12 @@ void check_model(const std::string& path, int threads) {
   const int steps = 12;
   std::vector<Seq> batched(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) batched[i].tokens = prompts[i];
-  run_batched(*model, pool, batched, steps);
+  run_batched(*model, pool, batched, steps, kv_type);
 
   for (size_t i = 0; i < prompts.size(); ++i) {
-    SequenceRunner runner(*model, pool, {});
+    SequenceRunnerOptions options;
+    options.kv_type = kv_type;
+    SequenceRunner runner(*model, pool, options);
     std::vector<int32_t> tokens = prompts[i];
     auto logits = runner.feed(tokens);
     for (int step = 0; step <= steps; ++step) {
@@ -88,6 +90,8 @@ void check_model(const std::string& path, int threads) {
 TEST(BatchInvariance, AidreamsOneBatchEqualsOneAtATime) { check_model(testing::aidreams_gguf(), 2); }
 TEST(BatchInvariance, GqaOneBatchEqualsOneAtATime) { check_model(testing::gqa_gguf(), 2); }
 TEST(BatchInvariance, GqaWithOneThread) { check_model(testing::gqa_gguf(), 1); }
+// bf16 attention (bf16 dot products where the CPU has them) is batch-invariant too.
+TEST(BatchInvariance, GqaWithBf16Cache) { check_model(testing::gqa_gguf(), 2, DType::BF16); }
 
 }  // namespace
 }  // namespace strata

@@ -182,6 +182,12 @@ bool cpu_has_avx2_fma() {
   return cpu_kernel_isa() >= KernelIsa::avx2;
 }
 
+bool cpu_has_avx512_bf16() {
+  static const bool has = cpu_kernel_isa() >= KernelIsa::avx512_vnni && !env_flag_set("STRATA_NO_AVX512_BF16") &&
+                          __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
 const TypeTraits& type_traits_for(KernelIsa isa, DType t) {
   if (isa > cpu_kernel_isa()) {
     throw Error(std::string("kernels: this CPU (or the environment) does not allow ") +

@@ -60,6 +60,10 @@ KernelIsa cpu_kernel_isa();
 // cpu_kernel_isa() >= avx2.
 bool cpu_has_avx2_fma();
 
+// cpu_kernel_isa() >= avx512_vnni and the CPU has AVX512_BF16 (bf16 dot products, used by
+// attention over bf16 KV caches), unless STRATA_NO_AVX512_BF16 is set. Read once.
+bool cpu_has_avx512_bf16();
+
 // The table of one level, for comparing levels in tests and benchmarks; throws
 // strata::Error when `isa` is above cpu_kernel_isa().
 const TypeTraits& type_traits_for(KernelIsa isa, DType t);

@@ -1,0 +1,239 @@
+// The AVX-512 fold with bf16 tiles computed by AVX512_BF16 dot products (see
+// tile_kernels.h): vdpbf16ps adds two bf16 products per f32 lane, so one instruction does
+// the work of two fmas. Scores take 16 keys x 2 dimensions per key load (the keys'
+// dimension pairs, kv/tile_layout.h) against a broadcast pair of query elements; values
+// take 16 dimensions x 2 keys per load against a broadcast pair of softmax weights. The
+// query is packed to bf16 once per fold and each row's weights are packed in place of
+// their f32 scores as the softmax computes them. Other tiles go to the AVX-512 fold.
+#pragma GCC diagnostic ignored "-Wuninitialized"  // see kernels/quant/legacy_avx512.cpp
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <cstring>
+
+#include "attention/avx512_vec.h"
+#include "attention/fold_simd.h"
+#include "attention/tile_kernels.h"
+
+namespace strata::attention::avx512bf16 {
+namespace {
+
+using V = simd::Avx512Vec;
+using Column = simd::KeyColumn<uint16_t>;
+
+inline uint16_t load_u16(const uint16_t* p) {
+  uint16_t x;
+  std::memcpy(&x, p, sizeof x);
+  return x;
+}
+inline int32_t load_u32(const uint16_t* p) {  // a pair of bf16 values
+  int32_t x;
+  std::memcpy(&x, p, sizeof x);
+  return x;
+}
+inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
+  return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+}
+// The first n pairs of 16-bit words (n clamped to 0..16).
+inline __mmask32 first_pairs(int64_t n) {
+  return n >= 16  ? __mmask32(0xffffffffu)
+         : n <= 0 ? __mmask32(0)
+                  : static_cast<__mmask32>((1u << (2 * n)) - 1);
+}
+// The even or odd bf16 halves of 16 pairs, as float.
+inline __m512 even_halves(__m512i x) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+}
+inline __m512 odd_halves(__m512i x) {
+  return _mm512_castsi512_ps(
+      _mm512_and_si512(x, _mm512_set1_epi32(static_cast<int32_t>(0xffff0000u))));
+}
+
+// Scores of R packed query rows against C key columns (16 keys each): R x C
+// accumulators, one vdpbf16ps chain over dimension pairs.
+template <int R, int C>
+inline void scores_tile(const uint16_t* q, int64_t hd, int64_t bs, const Column* col, float scale,
+                        float* p, int64_t ldp) {
+  __mmask32 m[C];
+#pragma GCC unroll 4
+  for (int c = 0; c < C; ++c) m[c] = first_pairs(col[c].n_valid);
+  __m512 a[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) a[r][c] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < hd; d += 2) {  // dimension pair d / 2 starts at element d * bs
+    __m512i k[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) k[c] = _mm512_maskz_loadu_epi16(m[c], col[c].k + d * bs);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512i qd = _mm512_set1_epi32(load_u32(q + r * hd + d));
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) a[r][c] = dot2(a[r][c], qd, k[c]);
+    }
+  }
+  const __m512 s = _mm512_set1_ps(scale);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c)
+      _mm512_storeu_ps(p + r * ldp + col[c].p_off, _mm512_mul_ps(a[r][c], s));
+}
+
+template <int C, int R = V::kScoreRows>
+inline void scores_rows(int64_t n_rows, const uint16_t* q, int64_t hd, int64_t bs,
+                        const Column* col, float scale, float* p, int64_t ldp) {
+  if constexpr (R == V::kScoreRows) {
+    for (; n_rows >= R; n_rows -= R, q += R * hd, p += R * ldp)
+      scores_tile<R, C>(q, hd, bs, col, scale, p, ldp);
+  }
+  if constexpr (R > 1) {
+    if (n_rows == R - 1) return scores_tile<R - 1, C>(q, hd, bs, col, scale, p, ldp);
+    scores_rows<C, R - 1>(n_rows, q, hd, bs, col, scale, p, ldp);
+  }
+}
+
+// fold_elems' multiplications for bf16 tiles, with the fold's query packed at q.
+struct Bf16Dots {
+  const uint16_t* q;
+
+  void scores(const FoldTile& f, int64_t ldp) const {
+    const int64_t hd = f.head_dim, bs = f.block_size;
+    simd::KeyColumns<V, uint16_t, 2> columns(f);
+    Column col[4];
+    for (int nc; (nc = columns.next(col, 4)) > 0;) {
+      switch (nc) {
+        case 4:
+          scores_rows<4>(f.n_q, q, hd, bs, col, f.scale, f.p, ldp);
+          break;
+        case 3:
+          scores_rows<3>(f.n_q, q, hd, bs, col, f.scale, f.p, ldp);
+          break;
+        case 2:
+          scores_rows<2>(f.n_q, q, hd, bs, col, f.scale, f.p, ldp);
+          break;
+        default:
+          scores_rows<1>(f.n_q, q, hd, bs, col, f.scale, f.p, ldp);
+          break;
+      }
+    }
+  }
+
+  // simd::exp_row with each p rounded to bf16 and the row packed to bf16 in place (p[j] as
+  // a bf16 value at ((uint16_t*)p)[j]; a step writes below what it has read). Returns the
+  // sums of the rounded values.
+  V::F exp_row(float* p, int64_t nk, V::F m) const {
+    auto* out = reinterpret_cast<uint16_t*>(p);
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    for (int64_t c = 0; c < nk; c += 32) {
+      const __m512 e0 =
+          V::zero_outside(simd::exp_clamped<V>(V::sub(V::load(p + c), m)), V::first(nk - c));
+      const __m512 e1 = V::zero_outside(simd::exp_clamped<V>(V::sub(V::load(p + c + 16), m)),
+                                        V::first(nk - c - 16));
+      const __m512i packed = (__m512i)_mm512_cvtne2ps_pbh(e1, e0);  // e0 in the low half
+      _mm512_storeu_si512(out + c, packed);
+      s0 = _mm512_add_ps(s0, even_halves(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(packed))));
+      s1 = _mm512_add_ps(s1,
+                         even_halves(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(packed, 1))));
+    }
+    return _mm512_add_ps(s0, s1);
+  }
+
+  // acc = acc * c + P V for R rows that all fold the first n keys: slots 2m and 2m + 1 of a
+  // block as one vdpbf16ps when both are folded, a key whose partner is not as one fma.
+  template <int R>
+  void accumulate(const float* p, int64_t ldp, const FoldTile& f, int64_t n, const float* c,
+                  float* acc) const {
+    const int64_t hd = f.head_dim, bs = f.block_size;
+    const auto* pb = reinterpret_cast<const uint16_t*>(p);
+    const int64_t ldpb = 2 * ldp;
+    for (int64_t d0 = 0; d0 < hd; d0 += 64) {
+      __mmask16 mk[4];
+      __mmask32 mp[4];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        mk[k] = V::first(hd - d0 - 16 * k);
+        mp[k] = first_pairs(hd - d0 - 16 * k);
+      }
+      __m512 a[R][4];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512 cr = _mm512_set1_ps(c[r]);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k)
+          a[r][k] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk[k], acc + r * hd + d0 + 16 * k), cr);
+      }
+      // One key j (fold index) of slot s, its value the even or odd halves of its pair row.
+      auto single = [&](const uint16_t* vb, int64_t s, int64_t j) {
+        const uint16_t* row = vb + ((s >> 1) * hd + d0) * 2;
+        __m512 vk[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+          const __m512i x = _mm512_maskz_loadu_epi16(mp[k], row + 32 * k);
+          vk[k] = (s & 1) ? odd_halves(x) : even_halves(x);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m512 pj = _mm512_set1_ps(bf16_to_fp32(load_u16(pb + r * ldpb + j)));
+#pragma GCC unroll 4
+          for (int k = 0; k < 4; ++k) a[r][k] = _mm512_fmadd_ps(pj, vk[k], a[r][k]);
+        }
+      };
+      for (int64_t j = 0; j < n;) {  // block by block
+        const int64_t key = f.j0 + j, slot = key % bs;
+        const int64_t end = j + std::min(bs - slot, n - j);
+        const auto* vb = static_cast<const uint16_t*>(f.v[key / bs]);
+        int64_t s = slot;
+        if (s & 1) single(vb, s++, j++);
+        for (; j + 2 <= end; j += 2, s += 2) {
+          const uint16_t* row = vb + ((s >> 1) * hd + d0) * 2;
+          __m512i vk[4];
+#pragma GCC unroll 4
+          for (int k = 0; k < 4; ++k) vk[k] = _mm512_maskz_loadu_epi16(mp[k], row + 32 * k);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            const __m512i pj = _mm512_set1_epi32(load_u32(pb + r * ldpb + j));
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) a[r][k] = dot2(a[r][k], pj, vk[k]);
+          }
+        }
+        if (j < end) single(vb, s, j++);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k)
+          _mm512_mask_storeu_ps(acc + r * hd + d0 + 16 * k, mk[k], a[r][k]);
+    }
+  }
+};
+
+// The packed query of one fold: up to this many bf16 elements (rows in chunks).
+constexpr int64_t kMaxPackedQuery = 8192;
+
+void fold_bf16(const FoldTile& f) {
+  const int64_t hd = f.head_dim;
+  const int64_t rpt = f.rows_per_token > 0 ? f.rows_per_token : 1;
+  const int64_t chunk = kMaxPackedQuery / hd / rpt * rpt;
+  if (chunk == 0) return reference_tile_kernels().fold(f);
+  alignas(64) uint16_t q[kMaxPackedQuery];
+  for (int64_t r0 = 0; r0 < f.n_q; r0 += chunk) {
+    const FoldTile rows = row_slice(f, r0, std::min(f.n_q, r0 + chunk));
+    const int64_t n = rows.n_q * hd;
+    for (int64_t i = 0; i < n; i += 32) {
+      const __m512 lo = _mm512_maskz_loadu_ps(V::first(n - i), rows.q + i);
+      const __m512 hi = _mm512_maskz_loadu_ps(V::first(n - i - 16), rows.q + i + 16);
+      _mm512_mask_storeu_epi16(q + i, first_pairs((n - i + 1) / 2),
+                               (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+    simd::fold_elems<V>(rows, Bf16Dots{q});
+  }
+}
+
+}  // namespace
+
+void fold(const FoldTile& tile) {
+  if (tile.elem != TileElem::bf16) return avx512::fold(tile);
+  fold_bf16(tile);
+}
+
+}  // namespace strata::attention::avx512bf16
