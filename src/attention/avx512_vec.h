@@ -39,13 +39,19 @@ struct Avx512Vec {
   static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
   static F max(F a, F b) { return _mm512_max_ps(a, b); }
   static float first_lane(F x) { return _mm512_cvtss_f32(x); }
-  // To the nearest bf16 value, ties to even (finite x), as float.
+  // W pairs of bf16 values at p: the first and the second of each pair, as float.
+  static void load_bf16_pairs(const uint16_t* p, F& first, F& second) {
+    const __m512i x = _mm512_loadu_si512(p);
+    first = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+    second = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int32_t>(0xffff0000u))));
+  }
+  // To the nearest bf16 value, ties to even, as float; NaN stays NaN.
   static F round_bf16(F x) {
     const __m512i i = _mm512_castps_si512(x);
     const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(i, 16), _mm512_set1_epi32(1));
     const __m512i r = _mm512_add_epi32(i, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
-    return _mm512_castsi512_ps(
-        _mm512_and_si512(r, _mm512_set1_epi32(static_cast<int32_t>(0xffff0000u))));
+    const F rounded = _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(static_cast<int32_t>(0xffff0000u))));
+    return _mm512_mask_mov_ps(rounded, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
   }
   static float reduce_max(F v) { return _mm512_reduce_max_ps(v); }
   static float reduce_add(F v) { return _mm512_reduce_add_ps(v); }

@@ -1,10 +1,11 @@
 // The SIMD fold of a run of K/V tiles (see tile_kernels.h), written once over a vector
-// type V (Avx2Vec in tile_kernels_avx2.cpp, Avx512Vec in tile_kernels_avx512.cpp) and included
-// only by those files. V provides W lanes of float with masked loads/stores, loads of
+// type V (Avx2Vec in tile_kernels_avx2.cpp, Avx512Vec in avx512_vec.h) and included only
+// by the files that define or include those. V provides W lanes of float with masked loads/stores, loads of
 // float or half tile elements (load_elems: lanes past n_valid read as 0 and are never
 // touched in memory), fma, max, fixed-order horizontal max/sum, rounding to the nearest
 // integer and times_pow2 (y * 2^n for integral n) for exp_clamped below, round_bf16
-// (to the nearest bf16 value, as float), and kScoreRows, the query rows per score pass
+// (to the nearest bf16 value, as float), load_bf16_pairs (W pairs split into the first and
+// second of each, as float), and kScoreRows, the query rows per score pass
 // (4 key columns each; 4 x kScoreRows accumulators).
 //
 // Per query row the steps are the reference's: scores as one fma chain over d with one
@@ -309,12 +310,32 @@ void fold_bf16_widened(const FoldTile& f) {
     const auto* vp = static_cast<const uint16_t*>(f.v[b]);
     float* kb = buf + 2 * b * tile;
     float* vb = kb + tile;
-    for (int64_t d = 0; d < hd; ++d) {
-      for (int64_t j = 0; j < bs; ++j) kb[d * bs + j] = bf16_to_fp32(kp[kv_layout::bf16_key_index(d, j, bs)]);
+    // Keys: pair row m holds dimensions 2m and 2m + 1 of every slot.
+    for (int64_t m = 0; m < hd / 2; ++m) {
+      const uint16_t* src = kp + m * bs * 2;
+      float* even = kb + 2 * m * bs;
+      float* odd = even + bs;
+      int64_t j = 0;
+      for (typename V::F e, o; j + V::W <= bs; j += V::W) {
+        V::load_bf16_pairs(src + 2 * j, e, o);
+        V::store(even + j, e);
+        V::store(odd + j, o);
+      }
+      for (; j < bs; ++j) even[j] = bf16_to_fp32(src[2 * j]), odd[j] = bf16_to_fp32(src[2 * j + 1]);
     }
+    // Values: pair row m holds slots 2m and 2m + 1 (both widened; only the fold's are read).
     const int64_t lo = std::clamp<int64_t>(f.j0 - b * bs, 0, bs), hi = std::clamp<int64_t>(f.j1 - b * bs, 0, bs);
-    for (int64_t j = lo; j < hi; ++j) {
-      for (int64_t d = 0; d < hd; ++d) vb[j * hd + d] = bf16_to_fp32(vp[kv_layout::bf16_value_index(j, d, hd)]);
+    for (int64_t m = lo / 2; m < (hi + 1) / 2; ++m) {
+      const uint16_t* src = vp + m * hd * 2;
+      float* even = vb + 2 * m * hd;
+      float* odd = even + hd;
+      int64_t d = 0;
+      for (typename V::F e, o; d + V::W <= hd; d += V::W) {
+        V::load_bf16_pairs(src + 2 * d, e, o);
+        V::store(even + d, e);
+        V::store(odd + d, o);
+      }
+      for (; d < hd; ++d) even[d] = bf16_to_fp32(src[2 * d]), odd[d] = bf16_to_fp32(src[2 * d + 1]);
     }
     wide.kt[b] = kb;
     wide.v[b] = vb;
@@ -322,7 +343,10 @@ void fold_bf16_widened(const FoldTile& f) {
   for (int64_t r0 = 0; r0 < f.n_q; r0 += chunk) {
     const int64_t r1 = std::min(f.n_q, r0 + chunk);
     FoldTile rows = row_slice(wide, r0, r1);
-    for (int64_t i = 0; i < (r1 - r0) * hd; ++i) q[i] = bf16_to_fp32(fp32_to_bf16(rows.q[i]));
+    const int64_t n = (r1 - r0) * hd;
+    for (int64_t i = 0; i < n; i += V::W) {
+      V::mask_store(q + i, V::first(n - i), V::round_bf16(V::maskz_load(rows.q + i, V::first(n - i))));
+    }
     rows.q = q;
     fold_elems<V>(rows, FmaDots<V, float, true>{});
   }
