@@ -4,7 +4,8 @@
 // prefill groups of 4/8/16 tokens, paged attention's kQueryTile now being 16) folded over
 // `blocks` consecutive tiles, kMaxFoldBlocks per fold as paged attention does. blocks:4
 // keeps the tiles in L1 (the kernel's arithmetic); blocks:16384 (f32: 128 MiB) streams
-// from memory, with the next fold's tiles prefetched as paged attention does.
+// from memory, with the next fold's tiles prefetched as paged attention does
+// (FoldTile::next).
 //
 // Counters: `flops` = 2 x 2 x rows x keys x head_dim (scores and values) as a rate,
 // `kv` = K/V bytes read as a rate.
@@ -21,7 +22,6 @@
 #include "attention/tile_kernels.h"
 #include "core/fp16.h"
 #include "core/huge_buffer.h"
-#include "core/prefetch.h"
 #include "kernels/quant/traits.h"
 
 namespace {
@@ -65,13 +65,12 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
     }
     constexpr int64_t kPer = strata::attention::kMaxFoldBlocks;
     const int64_t next = (b + kPer) % blocks;
-    for (int64_t nb = next; nb < next + kPer; ++nb) {
-      for (size_t off = 0; off < tile_bytes; off += 64) {
-        strata::prefetch_l1(k.data() + static_cast<size_t>(nb) * tile_bytes + off);
-        strata::prefetch_l1(v.data() + static_cast<size_t>(nb) * tile_bytes + off);
-      }
-    }
     FoldTile t;
+    for (int64_t nb = next; nb < next + kPer; ++nb) {  // prefetched as the fold goes
+      t.next[t.n_next++] = k.data() + static_cast<size_t>(nb) * tile_bytes;
+      t.next[t.n_next++] = v.data() + static_cast<size_t>(nb) * tile_bytes;
+    }
+    t.next_bytes = static_cast<int64_t>(tile_bytes);
     t.q = q.data();
     t.n_q = kRows;
     t.n_blocks = static_cast<int>(kPer);

@@ -22,12 +22,39 @@
 
 #include "attention/tile_kernels.h"
 #include "core/fp16.h"
+#include "core/prefetch.h"
 #include "kernels/cpu/simd_exp.h"
 #include "kv/tile_layout.h"
 
 namespace strata::attention::simd {
 
 using kernels::simd::exp_clamped;
+
+// Issues the prefetches of a fold's FoldTile::next spread over n_steps calls of step()
+// (a few lines each), and any left over at finish().
+class LinePrefetcher {
+ public:
+  LinePrefetcher(const FoldTile& f, int64_t n_steps) : f_(f) {
+    const int64_t lines = f.n_next * ((f.next_bytes + 63) / 64);
+    per_step_ = n_steps > 0 ? (lines + n_steps - 1) / n_steps : lines;
+  }
+  void step() {
+    for (int64_t i = 0; i < per_step_ && r_ < f_.n_next; ++i) {
+      prefetch_l1(static_cast<const char*>(f_.next[r_]) + off_);
+      off_ += 64;
+      if (off_ >= f_.next_bytes) off_ = 0, ++r_;
+    }
+  }
+  void finish() {
+    while (r_ < f_.n_next) step();
+  }
+
+ private:
+  const FoldTile& f_;
+  int64_t per_step_ = 0;
+  int r_ = 0;
+  int64_t off_ = 0;
+};
 
 // Up to W consecutive keys of a fold that lie in one block: where their elements are and
 // where their scores go.
@@ -68,7 +95,7 @@ class KeyColumns {
 // over d in order; every query element loaded feeds C columns and every key vector R rows.
 template <class V, class Elem, int R, int C>
 inline void scores_tile(const float* q, int64_t hd, int64_t bs, const KeyColumn<Elem>* col,
-                        float scale, float* p, int64_t ldp) {
+                        float scale, float* p, int64_t ldp, LinePrefetcher& pf) {
   typename V::Mask m[C];
 #pragma GCC unroll 4
   for (int c = 0; c < C; ++c) m[c] = V::first(col[c].n_valid);
@@ -78,6 +105,7 @@ inline void scores_tile(const float* q, int64_t hd, int64_t bs, const KeyColumn<
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) a[r][c] = V::zero();
   for (int64_t d = 0; d < hd; ++d) {
+    pf.step();
     typename V::F k[C];
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) k[c] = V::load_elems(col[c].k + d * bs, m[c], col[c].n_valid);
@@ -98,15 +126,16 @@ inline void scores_tile(const float* q, int64_t hd, int64_t bs, const KeyColumn<
 // Rows [0, n_rows) against C columns, kScoreRows rows per pass, then the remainder.
 template <class V, class Elem, int C, int R = V::kScoreRows>
 inline void scores_rows(int64_t n_rows, const float* q, int64_t hd, int64_t bs,
-                        const KeyColumn<Elem>* col, float scale, float* p, int64_t ldp) {
+                        const KeyColumn<Elem>* col, float scale, float* p, int64_t ldp,
+                        LinePrefetcher& pf) {
   if constexpr (R == V::kScoreRows) {
     for (; n_rows >= R; n_rows -= R, q += R * hd, p += R * ldp) {
-      scores_tile<V, Elem, R, C>(q, hd, bs, col, scale, p, ldp);
+      scores_tile<V, Elem, R, C>(q, hd, bs, col, scale, p, ldp, pf);
     }
   }
   if constexpr (R > 1) {
-    if (n_rows == R - 1) return scores_tile<V, Elem, R - 1, C>(q, hd, bs, col, scale, p, ldp);
-    scores_rows<V, Elem, C, R - 1>(n_rows, q, hd, bs, col, scale, p, ldp);
+    if (n_rows == R - 1) return scores_tile<V, Elem, R - 1, C>(q, hd, bs, col, scale, p, ldp, pf);
+    scores_rows<V, Elem, C, R - 1>(n_rows, q, hd, bs, col, scale, p, ldp, pf);
   }
 }
 
@@ -192,14 +221,17 @@ struct FmaDots {
     const int64_t hd = f.head_dim, bs = f.block_size;
     KeyColumns<V, Elem> columns(f);
     KeyColumn<Elem> col[4];
+    // One step per dimension of each row tile and column group.
+    LinePrefetcher pf(f, (f.n_q + V::kScoreRows - 1) / V::kScoreRows * ((f.j1 - f.j0 + 4 * V::W - 1) / (4 * V::W)) * hd);
     for (int nc; (nc = columns.next(col, 4)) > 0;) {
       switch (nc) {
-        case 4: scores_rows<V, Elem, 4>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp); break;
-        case 3: scores_rows<V, Elem, 3>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp); break;
-        case 2: scores_rows<V, Elem, 2>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp); break;
-        default: scores_rows<V, Elem, 1>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp); break;
+        case 4: scores_rows<V, Elem, 4>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf); break;
+        case 3: scores_rows<V, Elem, 3>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf); break;
+        case 2: scores_rows<V, Elem, 2>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf); break;
+        default: scores_rows<V, Elem, 1>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf); break;
       }
     }
+    pf.finish();
   }
   typename V::F exp_row(float* p, int64_t nk, typename V::F m) const { return simd::exp_row<V, kRoundBf16>(p, nk, m); }
   // acc = acc * c + P V for R rows that all fold the first n keys.

@@ -47,6 +47,12 @@ struct FoldTile {
   int64_t rows_per_token = 0;
   int64_t first_row_keys = 0;  // keys of the first token's rows
   float scale = 1.0f;
+  // Optional: tiles the caller folds next (n_next of next_bytes each), which the fold
+  // prefetches a cache line at a time between its own loads, so that their memory traffic
+  // overlaps its arithmetic.
+  const void* next[2 * kMaxFoldBlocks] = {};
+  int n_next = 0;
+  int64_t next_bytes = 0;
   float* max = nullptr;       // n_q running maxima (-inf before the first tile)
   float* sum = nullptr;       // n_q running sums of exp(score - max)
   float* acc = nullptr;       // n_q rows of head_dim: running sum of exp(score - max) * v

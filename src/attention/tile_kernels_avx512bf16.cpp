@@ -51,7 +51,7 @@ inline __m512 odd_halves(__m512i x) {
 // accumulators, one vdpbf16ps chain over dimension pairs.
 template <int R, int C>
 inline void scores_tile(const uint16_t* q, int64_t hd, int64_t bs, const Column* col, float scale,
-                        float* p, int64_t ldp) {
+                        float* p, int64_t ldp, simd::LinePrefetcher& pf) {
   __mmask32 m[C];
 #pragma GCC unroll 4
   for (int c = 0; c < C; ++c) m[c] = first_pairs(col[c].n_valid);
@@ -61,6 +61,7 @@ inline void scores_tile(const uint16_t* q, int64_t hd, int64_t bs, const Column*
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) a[r][c] = _mm512_setzero_ps();
   for (int64_t d = 0; d < hd; d += 2) {  // dimension pair d / 2 starts at element d * bs
+    pf.step();
     __m512i k[C];
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) k[c] = _mm512_maskz_loadu_epi16(m[c], col[c].k + d * bs);
@@ -81,14 +82,15 @@ inline void scores_tile(const uint16_t* q, int64_t hd, int64_t bs, const Column*
 
 template <int C, int R = V::kScoreRows>
 inline void scores_rows(int64_t n_rows, const uint16_t* q, int64_t hd, int64_t bs,
-                        const Column* col, float scale, float* p, int64_t ldp) {
+                        const Column* col, float scale, float* p, int64_t ldp,
+                        simd::LinePrefetcher& pf) {
   if constexpr (R == V::kScoreRows) {
     for (; n_rows >= R; n_rows -= R, q += R * hd, p += R * ldp)
-      scores_tile<R, C>(q, hd, bs, col, scale, p, ldp);
+      scores_tile<R, C>(q, hd, bs, col, scale, p, ldp, pf);
   }
   if constexpr (R > 1) {
-    if (n_rows == R - 1) return scores_tile<R - 1, C>(q, hd, bs, col, scale, p, ldp);
-    scores_rows<C, R - 1>(n_rows, q, hd, bs, col, scale, p, ldp);
+    if (n_rows == R - 1) return scores_tile<R - 1, C>(q, hd, bs, col, scale, p, ldp, pf);
+    scores_rows<C, R - 1>(n_rows, q, hd, bs, col, scale, p, ldp, pf);
   }
 }
 
@@ -100,22 +102,26 @@ struct Bf16Dots {
     const int64_t hd = f.head_dim, bs = f.block_size;
     simd::KeyColumns<V, uint16_t, 2> columns(f);
     Column col[4];
+    // One step per dimension pair of each row tile and column group.
+    simd::LinePrefetcher pf(f, (f.n_q + V::kScoreRows - 1) / V::kScoreRows *
+                                   ((f.j1 - f.j0 + 63) / 64) * hd / 2);
     for (int nc; (nc = columns.next(col, 4)) > 0;) {
       switch (nc) {
         case 4:
-          scores_rows<4>(f.n_q, q, hd, bs, col, f.scale, f.p, ldp);
+          scores_rows<4>(f.n_q, q, hd, bs, col, f.scale, f.p, ldp, pf);
           break;
         case 3:
-          scores_rows<3>(f.n_q, q, hd, bs, col, f.scale, f.p, ldp);
+          scores_rows<3>(f.n_q, q, hd, bs, col, f.scale, f.p, ldp, pf);
           break;
         case 2:
-          scores_rows<2>(f.n_q, q, hd, bs, col, f.scale, f.p, ldp);
+          scores_rows<2>(f.n_q, q, hd, bs, col, f.scale, f.p, ldp, pf);
           break;
         default:
-          scores_rows<1>(f.n_q, q, hd, bs, col, f.scale, f.p, ldp);
+          scores_rows<1>(f.n_q, q, hd, bs, col, f.scale, f.p, ldp, pf);
           break;
       }
     }
+    pf.finish();
   }
 
   // simd::exp_row with each p rounded to bf16 and the row packed to bf16 in place (p[j] as

@@ -85,6 +85,14 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
       t.kt[b] = halves ? static_cast<const void*>(kt16.data() + off) : kt.data() + off;
       t.v[b] = halves ? static_cast<const void*>(vt16.data() + off) : vt.data() + off;
     }
+    // The following blocks as prefetch hints, as paged attention gives them (they must not
+    // change the result).
+    for (int64_t nb = b0 + t.n_blocks; nb < std::min(n_blocks, b0 + t.n_blocks + kMaxFoldBlocks); ++nb) {
+      const int64_t off = nb * c.bs * c.hd;
+      t.next[t.n_next++] = halves ? static_cast<const void*>(kt16.data() + off) : kt.data() + off;
+      t.next[t.n_next++] = halves ? static_cast<const void*>(vt16.data() + off) : vt.data() + off;
+    }
+    t.next_bytes = c.bs * c.hd * (halves ? 2 : 4);
     const int64_t r0 = how.causal > 0 ? i0 * how.causal : 0;
     t.q = q.data() + r0 * c.hd;
     t.n_q = c.n_q - r0;
