@@ -30,11 +30,39 @@ namespace strata::attention::simd {
 
 using kernels::simd::exp_clamped;
 
+// Internal linkage for the non-template helpers below: each including file is compiled
+// with its own instruction set, and an out-of-line copy shared through the linker could
+// carry one file's instructions into another's path.
+namespace {
+
+// Rows [r0, r1) of a fold as a fold of their own. With causal rows, r0 must be a multiple
+// of rows_per_token, or the slice a single row.
+inline FoldTile row_slice(const FoldTile& f, int64_t r0, int64_t r1) {
+  FoldTile s = f;
+  s.q = f.q + r0 * f.head_dim;
+  s.n_q = r1 - r0;
+  s.max = f.max + r0;
+  s.sum = f.sum + r0;
+  s.acc = f.acc + r0 * f.head_dim;
+  if (f.rows_per_token > 0) s.first_row_keys = f.first_row_keys + r0 / f.rows_per_token;
+  return s;
+}
+
+// Rows per slice when a fold's rows must be cut to fit `limit` elements of query (rows of
+// head_dim): whole tokens when one fits, else single rows; 0 when not even a row fits.
+// Rows are independent, so any slicing gives the same bits.
+inline int64_t rows_per_slice(const FoldTile& f, int64_t limit) {
+  const int64_t rows = limit / f.head_dim;
+  const int64_t rpt = f.rows_per_token > 0 ? f.rows_per_token : 1;
+  return rows >= rpt ? rows / rpt * rpt : rows >= 1 ? 1 : 0;
+}
+
 // Issues the prefetches of a fold's FoldTile::next spread over n_steps calls of step()
 // (a few lines each), and any left over at finish().
 class LinePrefetcher {
  public:
   LinePrefetcher(const FoldTile& f, int64_t n_steps) : f_(f) {
+    if (f.next_bytes <= 0) r_ = f.n_next;  // nothing to fetch
     const int64_t lines = f.n_next * ((f.next_bytes + 63) / 64);
     per_step_ = n_steps > 0 ? (lines + n_steps - 1) / n_steps : lines;
   }
@@ -56,11 +84,13 @@ class LinePrefetcher {
   int64_t off_ = 0;
 };
 
+}  // namespace
+
 // Up to W consecutive keys of a fold that lie in one block: where their elements are and
 // where their scores go.
 template <class Elem>
 struct KeyColumn {
-  const Elem* k = nullptr;  // element d of lane i at k[d * block_size + i]
+  const Elem* k = nullptr;  // lane i's key: kv/tile_layout.h's key layout from slot i
   int64_t n_valid = 0;      // lanes that are keys; the rest load as 0 and are never touched
   int64_t p_off = 0;        // the first key's score column (keys from j0)
 };
@@ -323,16 +353,16 @@ constexpr int64_t kMaxWidenedTile = 8192;
 // layout, the query rounded to bf16, and p rounded as it is computed, which is the
 // reference's arithmetic summed in fma-chain order. The widened tiles take up to
 // kMaxWidenedBf16 floats (64 KiB: four blocks at head_dim 128) and the rounded query
-// kMaxRoundedQuery (rows in chunks); bigger folds go to the reference.
+// kMaxRoundedQuery (rows in slices). Shapes beyond that (which depend on the model and
+// block size only, so every fold of a model takes the same path) go to the reference.
 constexpr int64_t kMaxWidenedBf16 = 16384;
 constexpr int64_t kMaxRoundedQuery = 4096;
 
 template <class V>
 void fold_bf16_widened(const FoldTile& f) {
   const int64_t hd = f.head_dim, bs = f.block_size, tile = hd * bs;
-  const int64_t rpt = f.rows_per_token > 0 ? f.rows_per_token : 1;
-  const int64_t chunk = kMaxRoundedQuery / hd / rpt * rpt;
-  if (2 * f.n_blocks * tile > kMaxWidenedBf16 || chunk == 0) return reference_tile_kernels().fold(f);
+  const int64_t chunk = rows_per_slice(f, kMaxRoundedQuery);
+  if (2 * kMaxFoldBlocks * tile > kMaxWidenedBf16 || hd > kMaxRoundedQuery) return reference_tile_kernels().fold(f);
   alignas(64) float buf[kMaxWidenedBf16];
   alignas(64) float q[kMaxRoundedQuery];
   FoldTile wide = f;

@@ -72,19 +72,6 @@ inline int64_t fold_scratch_row(int64_t block_size) {
   return (kMaxFoldBlocks * block_size + 15) / 16 * 16 + 16;
 }
 
-// Rows [r0, r1) of a fold as a fold of their own; with causal rows, r0 must be a multiple
-// of rows_per_token.
-inline FoldTile row_slice(const FoldTile& f, int64_t r0, int64_t r1) {
-  FoldTile s = f;
-  s.q = f.q + r0 * f.head_dim;
-  s.n_q = r1 - r0;
-  s.max = f.max + r0;
-  s.sum = f.sum + r0;
-  s.acc = f.acc + r0 * f.head_dim;
-  if (f.rows_per_token > 0) s.first_row_keys = f.first_row_keys + r0 / f.rows_per_token;
-  return s;
-}
-
 struct TileKernels {
   // Per row, over its keys j: scores s_j = (q . k_j) * scale (d summed in order, one
   // chain); m = max(max, max_j s_j); c = exp(max - m); p_j = exp(s_j - m);
@@ -99,7 +86,8 @@ struct TileKernels {
 };
 
 const TileKernels& reference_tile_kernels();
-// The fastest set this CPU runs: AVX-512, AVX2 or the reference (kernels::cpu_kernel_isa()).
+// The fastest set this CPU runs: AVX-512 with AVX512_BF16, AVX-512, AVX2 or the reference
+// (kernels::cpu_kernel_isa(), kernels::cpu_has_avx512_bf16()).
 const TileKernels& tile_kernels();
 
 namespace avx2 {

@@ -218,12 +218,11 @@ constexpr int64_t kMaxPackedQuery = 8192;
 
 void fold_bf16(const FoldTile& f) {
   const int64_t hd = f.head_dim;
-  const int64_t rpt = f.rows_per_token > 0 ? f.rows_per_token : 1;
-  const int64_t chunk = kMaxPackedQuery / hd / rpt * rpt;
-  if (chunk == 0) return reference_tile_kernels().fold(f);
+  const int64_t chunk = simd::rows_per_slice(f, kMaxPackedQuery);
+  if (hd > kMaxPackedQuery) return reference_tile_kernels().fold(f);  // the model's shape: every fold alike
   alignas(64) uint16_t q[kMaxPackedQuery];
   for (int64_t r0 = 0; r0 < f.n_q; r0 += chunk) {
-    const FoldTile rows = row_slice(f, r0, std::min(f.n_q, r0 + chunk));
+    const FoldTile rows = simd::row_slice(f, r0, std::min(f.n_q, r0 + chunk));
     const int64_t n = rows.n_q * hd;
     for (int64_t i = 0; i < n; i += 32) {
       const __m512 lo = _mm512_maskz_loadu_ps(V::first(n - i), rows.q + i);

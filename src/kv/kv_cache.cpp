@@ -19,7 +19,7 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
   if (config.dtype == DType::BF16 && (config.head_dim % 2 != 0 || config.block_size % 2 != 0)) {
     throw Error("kv cache: bf16 tiles pair elements (kv/tile_layout.h), so head_dim (" +
                 std::to_string(config.head_dim) + ") and block_size (" + std::to_string(config.block_size) +
-                ") must be even");
+                ") must be even; use an f16 cache (--kv-type f16)");
   }
   element_size_ = dtype_info(config.dtype).type_size;
   tile_elems_ = config.block_size * config.head_dim;

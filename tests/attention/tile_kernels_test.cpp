@@ -236,6 +236,8 @@ void expect_causal_matches_alone(void (*fold)(const FoldTile&), const char* name
       {{64, 16, 48, 70}, 6},    // 6 heads per token: 4-row groups straddle tokens
       {{17, 5, 21, 23}, 3},
       {{64, 32, 40, 131}, 4},
+      // A token's rows beyond the bf16 folds' query buffers: sliced row by row.
+      {{128, 16, 130, 40}, 65},
   };
   for (const auto& [c, rpt] : cases) {
     const auto q = normals(rng, c.n_q * c.hd, 2.0f), k = normals(rng, c.n_keys * c.hd, 1.0f),

@@ -6,15 +6,15 @@
 // Per super-block and half (128 quants): one 64-byte load of the low nibbles and one
 // 32-byte load of the high bits, broadcast to both 256-bit halves and shifted per half
 // (bits 0-1 and 4-5 pair with the low 32 bytes of nibbles, bits 2-3 and 6-7 with the
-// high 32), give two registers of 64 biased quants in element order; two vpdpbusd against
-// the activation give one int32 per 4 elements, and a multiply by the sub-block scales
-// (16 elements, 4 lanes each) accumulates them. The AVX2 kernel needs about twice the
-// instructions for the same bytes and ran at 46-49 GB/s with the weights in cache.
+// high 32), give two registers of 64 biased quants in element order; vpmaddubsw against
+// the activation gives one int16 per 2 elements, and vpdpwssd multiplies those by the
+// sub-block scales (16 elements, 8 int16 lanes each) into int32 sums. The AVX2 kernel
+// needs about twice the instructions for the same bytes and ran at 46-49 GB/s with the
+// weights in cache (this one 64-70; kernels_matmul_bench).
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see legacy_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
-#include "core/fp16.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
 
@@ -41,7 +41,7 @@ void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stri
     const BlockQ8_K* aq[T];
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) aq[t] = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride) + b;
-    const __m512i scales16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wq.scales))));
+    const __m512i scales16 = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wq.scales))));
     __m512i sumi[T];
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
@@ -70,9 +70,9 @@ void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stri
     for (int t = 0; t < T; ++t) {
       // The quants are stored biased by +32: sum(scale * 32 * a) comes off, as in AVX2.
       const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[t]->bsums));
-      const __m512i offset = _mm512_castsi256_si512(_mm256_slli_epi32(_mm256_madd_epi16(_mm512_castsi512_si256(scales16), bsums), 5));
+      const __m512i offset = _mm512_zextsi256_si512(_mm256_slli_epi32(_mm256_madd_epi16(_mm512_castsi512_si256(scales16), bsums), 5));
       const int32_t scaled = _mm512_reduce_add_epi32(_mm512_sub_epi32(sumi[t], offset));
-      const float d = fp16_to_fp32(wq.d) * aq[t]->d;
+      const float d = _cvtsh_ss(wq.d) * aq[t]->d;
       acc[t] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss(static_cast<float>(scaled)), _mm_set_ss(acc[t])));
     }
   }
