@@ -349,6 +349,18 @@ inline void widen(const uint16_t* src, float* dst, int64_t n) {
 // the stack for prefill: 32 KiB, four blocks at llama-1b's shape.
 constexpr int64_t kMaxWidenedTile = 8192;
 
+// n pairs of bf16 values at src, split into their first and second elements as float.
+template <class V>
+inline void split_pairs(const uint16_t* src, float* first, float* second, int64_t n) {
+  int64_t i = 0;
+  for (typename V::F a, b; i + V::W <= n; i += V::W) {
+    V::load_bf16_pairs(src + 2 * i, a, b);
+    V::store(first + i, a);
+    V::store(second + i, b);
+  }
+  for (; i < n; ++i) first[i] = bf16_to_fp32(src[2 * i]), second[i] = bf16_to_fp32(src[2 * i + 1]);
+}
+
 // bf16 tiles without bf16 dot products: the tiles widened to float (exact) in the f32
 // layout, the query rounded to bf16, and p rounded as it is computed, which is the
 // reference's arithmetic summed in fma-chain order. The widened tiles take up to
@@ -373,31 +385,11 @@ void fold_bf16_widened(const FoldTile& f) {
     float* kb = buf + 2 * b * tile;
     float* vb = kb + tile;
     // Keys: pair row m holds dimensions 2m and 2m + 1 of every slot.
-    for (int64_t m = 0; m < hd / 2; ++m) {
-      const uint16_t* src = kp + m * bs * 2;
-      float* even = kb + 2 * m * bs;
-      float* odd = even + bs;
-      int64_t j = 0;
-      for (typename V::F e, o; j + V::W <= bs; j += V::W) {
-        V::load_bf16_pairs(src + 2 * j, e, o);
-        V::store(even + j, e);
-        V::store(odd + j, o);
-      }
-      for (; j < bs; ++j) even[j] = bf16_to_fp32(src[2 * j]), odd[j] = bf16_to_fp32(src[2 * j + 1]);
-    }
+    for (int64_t m = 0; m < hd / 2; ++m) split_pairs<V>(kp + m * bs * 2, kb + 2 * m * bs, kb + (2 * m + 1) * bs, bs);
     // Values: pair row m holds slots 2m and 2m + 1 (both widened; only the fold's are read).
     const int64_t lo = std::clamp<int64_t>(f.j0 - b * bs, 0, bs), hi = std::clamp<int64_t>(f.j1 - b * bs, 0, bs);
     for (int64_t m = lo / 2; m < (hi + 1) / 2; ++m) {
-      const uint16_t* src = vp + m * hd * 2;
-      float* even = vb + 2 * m * hd;
-      float* odd = even + hd;
-      int64_t d = 0;
-      for (typename V::F e, o; d + V::W <= hd; d += V::W) {
-        V::load_bf16_pairs(src + 2 * d, e, o);
-        V::store(even + d, e);
-        V::store(odd + d, o);
-      }
-      for (; d < hd; ++d) even[d] = bf16_to_fp32(src[2 * d]), odd[d] = bf16_to_fp32(src[2 * d + 1]);
+      split_pairs<V>(vp + m * hd * 2, vb + 2 * m * hd, vb + (2 * m + 1) * hd, hd);
     }
     wide.kt[b] = kb;
     wide.v[b] = vb;

@@ -143,28 +143,39 @@ const std::vector<Case>& cases() {
   return cs;
 }
 
+// Softmax attention of each row of q over all keys, in double.
+std::vector<double> double_softmax(const Case& c, const std::vector<float>& q, const std::vector<float>& k,
+                                   const std::vector<float>& v) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.hd));
+  std::vector<double> out(static_cast<size_t>(c.n_q * c.hd));
+  for (int64_t r = 0; r < c.n_q; ++r) {
+    std::vector<double> s(static_cast<size_t>(c.n_keys));
+    double m = -INFINITY, total = 0;
+    for (int64_t j = 0; j < c.n_keys; ++j) {
+      double dot = 0;
+      for (int64_t d = 0; d < c.hd; ++d) dot += static_cast<double>(q[r * c.hd + d]) * k[j * c.hd + d];
+      s[j] = dot * scale;
+      m = std::max(m, s[j]);
+    }
+    for (auto& x : s) total += (x = std::exp(x - m));
+    for (int64_t d = 0; d < c.hd; ++d) {
+      double o = 0;
+      for (int64_t j = 0; j < c.n_keys; ++j) o += s[j] * v[j * c.hd + d];
+      out[static_cast<size_t>(r * c.hd + d)] = o / total;
+    }
+  }
+  return out;
+}
+
 TEST(TileKernels, ReferenceMatchesDoubleSoftmax) {
   std::mt19937 rng(3);
   for (const Case& c : cases()) {
     const auto q = normals(rng, c.n_q * c.hd, 2.0f), k = normals(rng, c.n_keys * c.hd, 1.0f),
                v = normals(rng, c.n_keys * c.hd, 1.0f);
     const std::vector<float> out = run(reference_tile_kernels().fold, c, q, k, v);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(c.hd));
-    for (int64_t r = 0; r < c.n_q; ++r) {
-      std::vector<double> s(static_cast<size_t>(c.n_keys));
-      double m = -INFINITY, total = 0;
-      for (int64_t j = 0; j < c.n_keys; ++j) {
-        double dot = 0;
-        for (int64_t d = 0; d < c.hd; ++d) dot += static_cast<double>(q[r * c.hd + d]) * k[j * c.hd + d];
-        s[j] = dot * scale;
-        m = std::max(m, s[j]);
-      }
-      for (auto& x : s) total += (x = std::exp(x - m));
-      for (int64_t d = 0; d < c.hd; ++d) {
-        double o = 0;
-        for (int64_t j = 0; j < c.n_keys; ++j) o += s[j] * v[j * c.hd + d];
-        ASSERT_NEAR(out[r * c.hd + d], o / total, 2e-5) << "hd " << c.hd << " bs " << c.bs << " row " << r;
-      }
+    const std::vector<double> want = double_softmax(c, q, k, v);
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(out[i], want[i], 2e-5) << "hd " << c.hd << " bs " << c.bs << " element " << i;
     }
   }
 }
@@ -336,23 +347,10 @@ TEST(TileKernels, ReferenceBf16MatchesDoubleSoftmaxOfRoundedInputs) {
     const auto q = rounded(normals(rng, c.n_q * c.hd, 2.0f)), k = rounded(normals(rng, c.n_keys * c.hd, 1.0f)),
                v = rounded(normals(rng, c.n_keys * c.hd, 1.0f));
     const std::vector<float> out = run(reference_tile_kernels().fold, c, q, k, v, TileElem::bf16);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(c.hd));
-    for (int64_t r = 0; r < c.n_q; ++r) {
-      std::vector<double> s(static_cast<size_t>(c.n_keys));
-      double m = -INFINITY, total = 0;
-      for (int64_t j = 0; j < c.n_keys; ++j) {
-        double dot = 0;
-        for (int64_t d = 0; d < c.hd; ++d) dot += static_cast<double>(q[r * c.hd + d]) * k[j * c.hd + d];
-        s[j] = dot * scale;
-        m = std::max(m, s[j]);
-      }
-      for (auto& x : s) total += (x = std::exp(x - m));
-      for (int64_t d = 0; d < c.hd; ++d) {
-        double o = 0;
-        for (int64_t j = 0; j < c.n_keys; ++j) o += s[j] * v[j * c.hd + d];
-        // The weights' rounding to bf16 (2^-9 relative each) is the only loss.
-        ASSERT_NEAR(out[r * c.hd + d], o / total, 8e-3) << "hd " << c.hd << " bs " << c.bs << " row " << r;
-      }
+    const std::vector<double> want = double_softmax(c, q, k, v);
+    for (size_t i = 0; i < want.size(); ++i) {
+      // The weights' rounding to bf16 (2^-9 relative each) is the only loss.
+      ASSERT_NEAR(out[i], want[i], 8e-3) << "hd " << c.hd << " bs " << c.bs << " element " << i;
     }
   }
 }
