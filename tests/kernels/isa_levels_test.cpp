@@ -1,5 +1,5 @@
 // The kernel tables of different instruction-set levels against each other: the AVX-512
-// VNNI Q8_0/Q4_0, Q6_K and F32/F16/BF16 kernels must give the AVX2 kernels' results bit for bit (their reduction
+// VNNI Q8_0/Q4_0, Q4_K/Q6_K and F32/F16/BF16 kernels must give the AVX2 kernels' results bit for bit (their reduction
 // order is the same by construction, see legacy_avx512.cpp), so the level a machine picks
 // never changes a model's output.
 #include <gtest/gtest.h>
@@ -76,12 +76,14 @@ TEST(KernelIsa, Avx512VnniMatchesAvx2BitForBit) {
       expect_levels_agree(t, 11, cols, 6, rng, true);
     }
   }
-  // Q6_K: 1, 2 and 9 super-blocks.
-  for (int64_t cols : {256, 512, 2304}) {
-    for (int64_t rows : {1, 3, 4}) {
-      for (int64_t tokens : {1, 2, 3, 4, 5, 9}) expect_levels_agree(DType::Q6_K, rows, cols, tokens, rng, false);
+  // Q4_K and Q6_K: 1, 2 and 9 super-blocks.
+  for (DType t : {DType::Q4_K, DType::Q6_K}) {
+    for (int64_t cols : {256, 512, 2304}) {
+      for (int64_t rows : {1, 3, 4}) {
+        for (int64_t tokens : {1, 2, 3, 4, 5, 9}) expect_levels_agree(t, rows, cols, tokens, rng, false);
+      }
+      expect_levels_agree(t, 5, cols, 6, rng, true);
     }
-    expect_levels_agree(DType::Q6_K, 5, cols, 6, rng, true);
   }
   // The float types, with rows that end in 8-element steps and single elements too.
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {

@@ -40,8 +40,11 @@ void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
 void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
-// Q6_K weights against Q8_K activations (kquant_avx512.cpp); bit-identical to the AVX2
-// kernel.
+// Q4_K and Q6_K weights against Q8_K activations (kquant_avx512.cpp); bit-identical to the
+// AVX2 kernels.
+float q4_k_vec_dot(int64_t n, const void* w, const void* a);
+void q4_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 float q6_k_vec_dot(int64_t n, const void* w, const void* a);
 void q6_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                int64_t a_stride, int64_t nt, float* y, int64_t ldy);

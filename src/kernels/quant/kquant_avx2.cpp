@@ -12,25 +12,10 @@
 #include "kernels/quant/avx2_util.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx2.h"
+#include "kernels/quant/kquant_scales.h"
 
 namespace strata::kernels::avx2 {
 namespace {
-
-// Unpacks the 6-bit scales and mins of a Q4_K block (layout in blocks.h), four per 32-bit
-// word: bytes 0-7 of the result are sc[0..7], bytes 8-15 are m[0..7].
-inline __m128i unpack_scales_mins(const uint8_t* packed) {
-  uint32_t u0, u1, u2;
-  std::memcpy(&u0, packed, 4);
-  std::memcpy(&u1, packed + 4, 4);
-  std::memcpy(&u2, packed + 8, 4);
-  const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
-  const uint32_t sc_lo = u0 & low6;
-  const uint32_t m_lo = u1 & low6;
-  const uint32_t sc_hi = (u2 & low4) | (((u0 >> 6) & low2) << 4);
-  const uint32_t m_hi = ((u2 >> 4) & low4) | (((u1 >> 6) & low2) << 4);
-  return _mm_set_epi32(static_cast<int>(m_hi), static_cast<int>(m_lo), static_cast<int>(sc_hi),
-                       static_cast<int>(sc_lo));
-}
 
 // Shuffle mask that broadcasts int16 lane j of each 128-bit half to the whole half.
 inline __m256i broadcast_i16_mask(int j) {
@@ -101,7 +86,7 @@ void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stri
     const BlockQ8_K* aq[T];
     #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) aq[t] = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride) + b;
-    const __m128i scales_mins = unpack_scales_mins(wq.scales);
+    const __m128i scales_mins = unpack_q4_k_scales_mins(wq.scales);
     // sum_j m[j] * (bsums[2j] + bsums[2j+1]): each min repeated twice against the 16 bsums.
     const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scales_mins, scales_mins));
     const __m256i scales16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));

@@ -130,6 +130,8 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q4_0_X16)].gemm = avx512::q4_0_x16_gemm;
   t[index_of(DType::Q8_0_X16)].vec_dot = avx512::q8_0_x16_vec_dot;
   t[index_of(DType::Q8_0_X16)].gemm = avx512::q8_0_x16_gemm;
+  t[index_of(DType::Q4_K)].vec_dot = avx512::q4_k_vec_dot;
+  t[index_of(DType::Q4_K)].gemm = avx512::q4_k_gemm;
   t[index_of(DType::Q6_K)].vec_dot = avx512::q6_k_vec_dot;
   t[index_of(DType::Q6_K)].gemm = avx512::q6_k_gemm;
   return t;
