@@ -12,6 +12,7 @@
 #include "kernels/quant/avx2_util.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx2.h"
+#include "kernels/quant/kquant_gemm.h"
 #include "kernels/quant/kquant_scales.h"
 
 namespace strata::kernels::avx2 {
@@ -182,30 +183,6 @@ void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stri
   }
   #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) y[t * ldy] = acc[t];
-}
-
-// Tokens in groups of 4 outside, every row of the (L2-sized) panel inside.
-template <class WBlock, class Tile1, class Tile2, class Tile3, class Tile4>
-void gemm_kquant(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                 int64_t a_stride, int64_t nt, float* y, int64_t ldy, Tile1 tile1, Tile2 tile2,
-                 Tile3 tile3, Tile4 tile4) {
-  const int64_t nb = n / kQK_K;
-  const auto* wp = static_cast<const uint8_t*>(w);
-  const auto* ap = static_cast<const uint8_t*>(a);
-  for (int64_t t = 0; t < nt; t += 4) {
-    const int64_t tn = nt - t < 4 ? nt - t : 4;
-    const uint8_t* at = ap + t * a_stride;
-    for (int64_t r = 0; r < nr; ++r) {
-      const auto* wr = reinterpret_cast<const WBlock*>(wp + r * w_stride);
-      float* yr = y + t * ldy + r;
-      switch (tn) {
-        case 4: tile4(nb, wr, at, a_stride, yr, ldy); break;
-        case 3: tile3(nb, wr, at, a_stride, yr, ldy); break;
-        case 2: tile2(nb, wr, at, a_stride, yr, ldy); break;
-        default: tile1(nb, wr, at, a_stride, yr, ldy); break;
-      }
-    }
-  }
 }
 
 }  // namespace

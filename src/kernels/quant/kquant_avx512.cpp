@@ -23,6 +23,7 @@
 
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
+#include "kernels/quant/kquant_gemm.h"
 #include "kernels/quant/kquant_scales.h"
 
 namespace strata::kernels::avx512 {
@@ -159,32 +160,6 @@ void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stri
   for (int t = 0; t < T; ++t) y[t * ldy] = _mm_cvtss_f32(acc[t]);
 }
 
-// Tokens in groups of 4 outside, every row of the (L2-sized) panel inside, as AVX2.
-template <class Block, void (*tile1)(int64_t, const Block*, const uint8_t*, int64_t, float*, int64_t),
-          void (*tile2)(int64_t, const Block*, const uint8_t*, int64_t, float*, int64_t),
-          void (*tile3)(int64_t, const Block*, const uint8_t*, int64_t, float*, int64_t),
-          void (*tile4)(int64_t, const Block*, const uint8_t*, int64_t, float*, int64_t)>
-void gemm_kquant(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride, int64_t nt,
-                 float* y, int64_t ldy) {
-  const int64_t nb = n / kQK_K;
-  const auto* wp = static_cast<const uint8_t*>(w);
-  const auto* ap = static_cast<const uint8_t*>(a);
-  for (int64_t t = 0; t < nt; t += 4) {
-    const int64_t tn = nt - t < 4 ? nt - t : 4;
-    const uint8_t* at = ap + t * a_stride;
-    for (int64_t r = 0; r < nr; ++r) {
-      const auto* wr = reinterpret_cast<const Block*>(wp + r * w_stride);
-      float* yr = y + t * ldy + r;
-      switch (tn) {
-        case 4: tile4(nb, wr, at, a_stride, yr, ldy); break;
-        case 3: tile3(nb, wr, at, a_stride, yr, ldy); break;
-        case 2: tile2(nb, wr, at, a_stride, yr, ldy); break;
-        default: tile1(nb, wr, at, a_stride, yr, ldy); break;
-      }
-    }
-  }
-}
-
 }  // namespace
 
 float q4_k_vec_dot(int64_t n, const void* w, const void* a) {
@@ -201,14 +176,14 @@ float q6_k_vec_dot(int64_t n, const void* w, const void* a) {
 
 void q4_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride, int64_t nt,
                float* y, int64_t ldy) {
-  gemm_kquant<BlockQ4_K, q4_k_tile<1>, q4_k_tile<2>, q4_k_tile<3>, q4_k_tile<4>>(n, w, w_stride, nr, a, a_stride, nt,
-                                                                                  y, ldy);
+  gemm_kquant<BlockQ4_K>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, q4_k_tile<1>, q4_k_tile<2>, q4_k_tile<3>,
+                         q4_k_tile<4>);
 }
 
 void q6_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride, int64_t nt,
                float* y, int64_t ldy) {
-  gemm_kquant<BlockQ6_K, q6_k_tile<1>, q6_k_tile<2>, q6_k_tile<3>, q6_k_tile<4>>(n, w, w_stride, nr, a, a_stride, nt,
-                                                                                  y, ldy);
+  gemm_kquant<BlockQ6_K>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, q6_k_tile<1>, q6_k_tile<2>, q6_k_tile<3>,
+                         q6_k_tile<4>);
 }
 
 }  // namespace strata::kernels::avx512
