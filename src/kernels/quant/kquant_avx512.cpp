@@ -29,16 +29,25 @@
 namespace strata::kernels::avx512 {
 namespace {
 
+// For vpermw: 16-bit lane l of the c-th register of 64 quants (2 per lane) belongs to
+// sub-block c * (32 / kLanesPerSub) + l / kLanesPerSub. Built once, at compile time.
+template <int kLanesPerSub>
+struct SubBlockOfLane {
+  alignas(64) int16_t idx[4][32] = {};
+  constexpr SubBlockOfLane() {
+    for (int c = 0; c < 4; ++c) {
+      for (int l = 0; l < 32; ++l) idx[c][l] = static_cast<int16_t>(c * (32 / kLanesPerSub) + l / kLanesPerSub);
+    }
+  }
+  __m512i load(int c) const { return _mm512_load_si512(idx[c]); }
+};
+constexpr SubBlockOfLane<16> kQ4KSubBlocks;  // Q4_K: 32-element sub-blocks
+constexpr SubBlockOfLane<8> kQ6KSubBlocks;   // Q6_K: 16-element sub-blocks
+
 template <int T>
 void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
   const __m512i nibble = _mm512_set1_epi8(0x0f);
-  // 16-bit lane l of register c (64 quants, 2 per lane) belongs to sub-block 2c + l / 16.
-  __m512i sub_of_lane[4];
-  for (int c = 0; c < 4; ++c) {
-    alignas(64) int16_t idx[32];
-    for (int l = 0; l < 32; ++l) idx[l] = static_cast<int16_t>(2 * c + l / 16);
-    sub_of_lane[c] = _mm512_load_si512(idx);
-  }
+  const __m512i subs[4] = {kQ4KSubBlocks.load(0), kQ4KSubBlocks.load(1), kQ4KSubBlocks.load(2), kQ4KSubBlocks.load(3)};
   // The running sums stay in registers (lane 0): building them from scalars each block put
   // lane inserts on the fma chain that carries the blocks in order.
   __m128 acc[T];
@@ -65,8 +74,8 @@ void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stri
       // Elements 128 * half + [0, 64) and + [64, 128).
       const __m512i q0 = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
       const __m512i q1 = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
-      const __m512i s0 = _mm512_permutexvar_epi16(sub_of_lane[2 * half], scales16);
-      const __m512i s1 = _mm512_permutexvar_epi16(sub_of_lane[2 * half + 1], scales16);
+      const __m512i s0 = _mm512_permutexvar_epi16(subs[2 * half], scales16);
+      const __m512i s1 = _mm512_permutexvar_epi16(subs[2 * half + 1], scales16);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const int8_t* x = aq[t]->qs + 128 * half;
@@ -82,13 +91,8 @@ void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stri
       const __m256i mins = _mm256_madd_epi16(mins16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[t]->bsums)));
       const float d = _cvtsh_ss(wq.d) * aq[t]->d;
       const float dmin = _cvtsh_ss(wq.dmin) * aq[t]->d;
-      // Both totals in one reduction: [sums | mins] pairwise, lane 0 the sum, lane 1 the mins.
-      const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(sumi[t]), _mm512_extracti64x4_epi64(sumi[t], 1));
-      const __m256i h1 = _mm256_hadd_epi32(s8, mins);  // s01 s23 m01 m23 | s45 s67 m45 m67
-      const __m256i h2 = _mm256_hadd_epi32(h1, h1);     // s0-3 m0-3 . . | s4-7 m4-7 . .
-      const __m128i both = _mm_add_epi32(_mm256_castsi256_si128(h2), _mm256_extracti128_si256(h2, 1));
-      const float sum = static_cast<float>(_mm_cvtsi128_si32(both));
-      const float min_sum = static_cast<float>(_mm_extract_epi32(both, 1));
+      const float sum = static_cast<float>(_mm512_reduce_add_epi32(sumi[t]));
+      const float min_sum = static_cast<float>(_mm512_reduce_add_epi32(_mm512_zextsi256_si512(mins)));
       acc[t] = _mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss(sum), acc[t]);
       acc[t] = _mm_fmadd_ss(_mm_set_ss(-dmin), _mm_set_ss(min_sum), acc[t]);
     }
@@ -100,17 +104,11 @@ void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stri
 template <int T>
 void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
   const __m512i low4 = _mm512_set1_epi8(0x0f), low2 = _mm512_set1_epi8(0x03);
+  const __m512i subs[4] = {kQ6KSubBlocks.load(0), kQ6KSubBlocks.load(1), kQ6KSubBlocks.load(2), kQ6KSubBlocks.load(3)};
   // Shift counts per 16-bit lane: the high bits of the low 32 nibble bytes are bits 0-1
   // (first 64 quants) and 4-5 (second), those of the high 32 bytes bits 2-3 and 6-7.
   const __m512i shift_first = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
   const __m512i shift_second = _mm512_add_epi16(shift_first, _mm512_set1_epi16(4));
-  // 16-bit lane l of chunk c (64 quants, 2 per lane) belongs to sub-block 4c + l / 8.
-  __m512i sub_of_lane[4];
-  for (int c = 0; c < 4; ++c) {
-    alignas(64) int16_t idx[32];
-    for (int l = 0; l < 32; ++l) idx[l] = static_cast<int16_t>(4 * c + l / 8);
-    sub_of_lane[c] = _mm512_load_si512(idx);
-  }
   // The running sums stay in registers (lane 0): building them from scalars each block put
   // lane inserts on the fma chain that carries the blocks in order.
   __m128 acc[T];
@@ -134,8 +132,8 @@ void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stri
                                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hi, shift_first), low2), 4));
       const __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, 4), low4),
                                          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hi, shift_second), low2), 4));
-      const __m512i s0 = _mm512_permutexvar_epi16(sub_of_lane[2 * half], scales16);
-      const __m512i s1 = _mm512_permutexvar_epi16(sub_of_lane[2 * half + 1], scales16);
+      const __m512i s0 = _mm512_permutexvar_epi16(subs[2 * half], scales16);
+      const __m512i s1 = _mm512_permutexvar_epi16(subs[2 * half + 1], scales16);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const int8_t* x = aq[t]->qs + 128 * half;
