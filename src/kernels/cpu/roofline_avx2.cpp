@@ -1,5 +1,6 @@
 #include <immintrin.h>
 
+#include "core/prefetch.h"
 #include "kernels/cpu/roofline.h"
 
 namespace strata::kernels::detail {
@@ -7,7 +8,10 @@ namespace strata::kernels::detail {
 float sum_floats_avx2(const float* p, size_t n) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   size_t i = 0;
+  // The page kick (core/prefetch.h), as the GEMV kernels do: without it this loop read
+  // 10-20% slower than a Q8_0 decode streams its weights, so it was not the limit.
   for (; i + 32 <= n; i += 32) {
+    prefetch_page_ahead(p + i, 32 * sizeof(float));
     a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i));
     a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + 8));
     a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + 16));

@@ -17,6 +17,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include "core/prefetch.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
 
@@ -90,13 +91,16 @@ inline __m512 fold_group(const GroupWeights& w, const BlockQ8_0x16A& a, __m512 a
   return _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(lanes), acc);
 }
 
-// One row x T tokens: each group's weights are unpacked once and used for T tokens.
-template <class W, int T>
+// One row x T tokens: each group's weights are unpacked once and used for T tokens. With
+// kPageKick, each group also starts the hardware prefetcher on the page ahead
+// (core/prefetch.h).
+template <class W, int T, bool kPageKick>
 void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
   __m512 acc[T];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t g = 0; g < ng; ++g) {
+    if constexpr (kPageKick) prefetch_page_ahead(w + g * sizeof(typename W::Group), sizeof(typename W::Group));
     GroupWeights wg;
     W::load(reinterpret_cast<const typename W::Group*>(w)[g], wg);
 #pragma GCC unroll 4
@@ -107,35 +111,35 @@ void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride,
   for (int t = 0; t < T; ++t) y[t * ldy] = hsum16(acc[t]);
 }
 
-template <class W, int T>
+template <class W, int T, bool kPageKick>
 void gemm_rows(int64_t ng, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a,
                int64_t a_stride, float* y, int64_t ldy) {
-  for (int64_t r = 0; r < nr; ++r) gemm_tile<W, T>(ng, w + r * w_stride, a, a_stride, y + r, ldy);
+  for (int64_t r = 0; r < nr; ++r) gemm_tile<W, T, kPageKick>(ng, w + r * w_stride, a, a_stride, y + r, ldy);
 }
 
 template <class W>
 float vec_dot(int64_t n, const void* w, const void* a) {
   float y = 0.0f;
-  gemm_tile<W, 1>(n / kQKX16, static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(a), 0, &y, 0);
+  gemm_tile<W, 1, false>(n / kQKX16, static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(a), 0, &y, 0);
   return y;
 }
 
 // Tokens in groups of 4 form the outer loop, so a group's activations stay in L1 while the
 // weight rows (a panel the caller sized for L2) stream past.
-template <class W>
+template <class W, bool kPageKick>
 void gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride,
           int64_t nt, float* y, int64_t ldy) {
   const int64_t ng = n / kQKX16;
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const uint8_t*>(a);
   int64_t t = 0;
-  for (; t + 4 <= nt; t += 4) gemm_rows<W, 4>(ng, wp, w_stride, nr, ap + t * a_stride, a_stride, y + t * ldy, ldy);
+  for (; t + 4 <= nt; t += 4) gemm_rows<W, 4, kPageKick>(ng, wp, w_stride, nr, ap + t * a_stride, a_stride, y + t * ldy, ldy);
   const uint8_t* at = ap + t * a_stride;
   float* yt = y + t * ldy;
   switch (nt - t) {
-    case 3: gemm_rows<W, 3>(ng, wp, w_stride, nr, at, a_stride, yt, ldy); break;
-    case 2: gemm_rows<W, 2>(ng, wp, w_stride, nr, at, a_stride, yt, ldy); break;
-    case 1: gemm_rows<W, 1>(ng, wp, w_stride, nr, at, a_stride, yt, ldy); break;
+    case 3: gemm_rows<W, 3, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy); break;
+    case 2: gemm_rows<W, 2, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy); break;
+    case 1: gemm_rows<W, 1, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy); break;
     default: break;
   }
 }
@@ -205,12 +209,14 @@ float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) { return vec_dot
 
 void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm<Q4x16>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  if (page_prefetch_enabled()) return gemm<Q4x16, true>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm<Q4x16, false>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm<Q8x16>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  if (page_prefetch_enabled()) return gemm<Q8x16, true>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm<Q8x16, false>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 }  // namespace strata::kernels::avx512

@@ -1,0 +1,6 @@
+# The golden model tests with the page kick off (core/prefetch.h): same references, same
+# batch invariance.
+add_test(NAME golden_without_page_prefetch
+         COMMAND ${CMAKE_COMMAND} -E env STRATA_NO_PAGE_PREFETCH=1 $<TARGET_FILE:test_golden>
+                 --gtest_filter=AidreamsGolden*:GqaGolden*:BatchInvariance*)
+set_tests_properties(golden_without_page_prefetch PROPERTIES TIMEOUT 600)
