@@ -7,6 +7,7 @@
 // combined as (a0 + a1) + (a2 + a3), reduced with hsum(), and the last n % 8 elements are
 // added one by one with fma. The gemm kernels run the same template with several tokens per
 // weight row, so their outputs are bit-identical to vec_dot's.
+#include "core/prefetch.h"
 #include "kernels/quant/avx2_util.h"
 #include "kernels/quant/kernels_avx2.h"
 
@@ -80,8 +81,10 @@ void gemm_widened(int64_t n, const void* w, int64_t w_stride, int64_t nr, const 
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const float*>(a);
   const int64_t as = a_stride / static_cast<int64_t>(sizeof(float));
+  const bool page_kick = page_prefetch_enabled();
   auto rows = [&]<int T>(const float* at, float* yt) {
     for (int64_t r = 0; r < nr; ++r) {
+      if (page_kick) prefetch_page_ahead(wp + r * w_stride, static_cast<size_t>(w_stride));
       dot_widened_tile<T>(n, reinterpret_cast<const W*>(wp + r * w_stride), at, as, yt + r, ldy,
                           load8, load1);
     }

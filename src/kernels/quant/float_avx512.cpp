@@ -9,6 +9,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see legacy_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "core/fp16.h"
+#include "core/prefetch.h"
 #include "kernels/quant/avx2_util.h"
 #include "kernels/quant/kernels_avx512.h"
 
@@ -93,8 +94,10 @@ void gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const float*>(a);
   const int64_t as = a_stride / static_cast<int64_t>(sizeof(float));
+  const bool page_kick = page_prefetch_enabled();
   auto rows = [&]<int T>(const float* at, float* yt) {
     for (int64_t r = 0; r < nr; ++r) {
+      if (page_kick) prefetch_page_ahead(wp + r * w_stride, static_cast<size_t>(w_stride));
       dot_tile<T, L>(n, reinterpret_cast<const typename L::W*>(wp + r * w_stride), at, as, yt + r, ldy);
     }
   };
