@@ -84,9 +84,14 @@ template <int C, int R = V::kScoreRows>
 inline void scores_rows(int64_t n_rows, const uint16_t* q, int64_t hd, int64_t bs,
                         const Column* col, float scale, float* p, int64_t ldp,
                         simd::LinePrefetcher& pf) {
-  if constexpr (R == V::kScoreRows) {
-    for (; n_rows >= R; n_rows -= R, q += R * hd, p += R * ldp)
+  if constexpr (R == V::kScoreRows) {  // as simd::scores_rows
+    for (; simd::take_score_pass(n_rows, R); n_rows -= R, q += R * hd, p += R * ldp)
       scores_tile<R, C>(q, hd, bs, col, scale, p, ldp, pf);
+    if (n_rows > R) {
+      constexpr int S = simd::score_split_rows<R>;
+      scores_tile<S, C>(q, hd, bs, col, scale, p, ldp, pf);
+      n_rows -= S, q += S * hd, p += S * ldp;
+    }
   }
   if constexpr (R > 1) {
     if (n_rows == R - 1) return scores_tile<R - 1, C>(q, hd, bs, col, scale, p, ldp, pf);
