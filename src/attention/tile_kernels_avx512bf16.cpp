@@ -51,7 +51,8 @@ inline __m512 odd_halves(__m512i x) {
 // accumulators, one vdpbf16ps chain over dimension pairs.
 template <int R, int C>
 inline void scores_tile(const uint16_t* q, int64_t hd, int64_t bs, const Column* col, float scale,
-                        float* p, int64_t ldp, simd::LinePrefetcher& pf) {
+                        float* p, int64_t ldp, simd::LinePrefetcher& shared_pf) {
+  simd::LinePrefetchPass pf(shared_pf);
   __mmask32 m[C];
 #pragma GCC unroll 4
   for (int c = 0; c < C; ++c) m[c] = first_pairs(col[c].n_valid);
