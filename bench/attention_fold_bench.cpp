@@ -2,8 +2,8 @@
 // working set: one KV head's query rows (GQA 32/4, head_dim 64, 16-slot blocks, the
 // llama-1b shape; rows:8 = one token's 8 query heads as in decode, rows:32/64/128 =
 // prefill groups of 4/8/16 tokens, paged attention's kQueryTile now being 16) folded over
-// `blocks` consecutive tiles, kMaxFoldBlocks per fold as paged attention does. blocks:4
-// keeps the tiles in L1 (the kernel's arithmetic); blocks:16384 (f32: 128 MiB) streams
+// `blocks` consecutive tiles, the kernel set's fold_blocks per fold as paged attention
+// does. blocks:4 (or 8) keeps the tiles in L1 (the kernel's arithmetic); blocks:16384 (f32: 128 MiB) streams
 // from memory, with the next fold's tiles prefetched as paged attention does
 // (FoldTile::next).
 //
@@ -63,7 +63,7 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
       std::fill(sum.begin(), sum.end(), 0.0f);
       std::fill(acc.begin(), acc.end(), 0.0f);
     }
-    constexpr int64_t kPer = strata::attention::kMaxFoldBlocks;
+    const int64_t kPer = kernels->fold_blocks;
     const int64_t next = (b + kPer) % blocks;
     FoldTile t;
     for (int64_t nb = next; nb < next + kPer; ++nb) {  // prefetched as the fold goes
@@ -92,7 +92,7 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
     benchmark::DoNotOptimize(acc.data());
     b = next;
   }
-  const auto per = static_cast<double>(strata::attention::kMaxFoldBlocks);
+  const auto per = static_cast<double>(kernels->fold_blocks);
   state.counters["flops"] = benchmark::Counter(4.0 * per * static_cast<double>(kRows * kBlock * kHeadDim),
                                                benchmark::Counter::kIsIterationInvariantRate);
   state.counters["kv"] = benchmark::Counter(2.0 * per * static_cast<double>(tile_bytes),
@@ -105,8 +105,8 @@ int main(int argc, char** argv) {
   using strata::attention::TileKernels;
   std::vector<const TileKernels*> sets = {&strata::attention::reference_tile_kernels()};
   static TileKernels avx2{strata::attention::avx2::fold, "avx2"};
-  static TileKernels avx512{strata::attention::avx512::fold, "avx512"};
-  static TileKernels avx512bf16{strata::attention::avx512bf16::fold, "avx512-bf16"};
+  static TileKernels avx512{strata::attention::avx512::fold, "avx512", 8};
+  static TileKernels avx512bf16{strata::attention::avx512bf16::fold, "avx512-bf16", 8};
   const auto isa = strata::kernels::cpu_kernel_isa();
   if (isa >= strata::kernels::KernelIsa::avx2) sets.push_back(&avx2);
   if (isa >= strata::kernels::KernelIsa::avx512_vnni) sets.push_back(&avx512);
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
       {TileElem::f32, "f32"}, {TileElem::f16, "f16"}, {TileElem::bf16, "bf16"}};
   for (const TileKernels* k : sets) {
     for (const auto& [elem, elem_name] : elems) {
-      for (int64_t blocks : {strata::attention::kMaxFoldBlocks, 16384}) {
+      for (int64_t blocks : {static_cast<int64_t>(k->fold_blocks), int64_t{16384}}) {
         for (int64_t rows : {8, 32, 64, 128}) {
           const std::string name = std::string("fold/") + k->name + "/" + elem_name + "/blocks:" +
                                    std::to_string(blocks) + "/rows:" + std::to_string(rows);

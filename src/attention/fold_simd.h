@@ -413,10 +413,10 @@ inline void split_pairs(const uint16_t* src, float* first, float* second, int64_
 // bf16 tiles without bf16 dot products: the tiles widened to float (exact) in the f32
 // layout, the query rounded to bf16, and p rounded as it is computed, which is the
 // reference's arithmetic summed in fma-chain order. The widened tiles take up to
-// kMaxWidenedBf16 floats (64 KiB: four blocks at head_dim 128) and the rounded query
+// kMaxWidenedBf16 floats (128 KiB: eight blocks at head_dim 128) and the rounded query
 // kMaxRoundedQuery (rows in slices). Shapes beyond that (which depend on the model and
 // block size only, so every fold of a model takes the same path) go to the reference.
-constexpr int64_t kMaxWidenedBf16 = 16384;
+constexpr int64_t kMaxWidenedBf16 = 32768;
 constexpr int64_t kMaxRoundedQuery = 4096;
 
 template <class V>

@@ -149,6 +149,7 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
                               : 1;
   const int64_t n_items = n_pairs * n_split;
   const attention::TileKernels& tk = attention::tile_kernels();
+  const int64_t fold_blocks = tk.fold_blocks;
   const attention::TileElem elem = cfg.dtype == DType::F16    ? attention::TileElem::f16
                                    : cfg.dtype == DType::BF16 ? attention::TileElem::bf16
                                                               : attention::TileElem::f32;
@@ -163,7 +164,7 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
     float* mx = buf + lay.max;
     float* sum = buf + lay.sum;
     int64_t nr = n_rep;  // query rows per token in the current item (its slice)
-    // Folds keys [j0, j1) of blocks bi0, bi0 + 1, ... (at most kMaxFoldBlocks; j0 and j1
+    // Folds keys [j0, j1) of blocks bi0, bi0 + 1, ... (at most fold_blocks; j0 and j1
     // count from block bi0's first slot) into the running softmax of the group's tokens
     // [i0, i1) (rows i0*nr .. i1*nr of the scratch). With first_keys > 0, token i0 + k
     // sees only keys [j0, j0 + first_keys + k), clipped to j1 (causal). The fold prefetches
@@ -231,19 +232,19 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
       std::fill(sum, sum + n_group * nr, 0.0f);
       const int64_t pos0 = batch.positions[static_cast<size_t>(t0)];
       if (!cache.streaming(layer, g)) {
-        // Keys are folded in segments of kMaxFoldBlocks blocks from position 0, the same
+        // Keys are folded in segments of fold_blocks blocks from position 0, the same
         // segments for every token however tokens are grouped, so a token's result does
         // not depend on its group. Segments the group's first token sees whole are
         // folded for all its tokens; in the rest, each token sees keys up to its own
         // position (causal), and tokens that see none of a segment sit it out.
-        const int64_t seg = bs * attention::kMaxFoldBlocks;
+        const int64_t seg = bs * fold_blocks;
         const int64_t ctx_first = pos0 + 1, ctx_last = pos0 + n_group;
         const int64_t n_segs = (ctx_last + seg - 1) / seg;
         const int64_t last_block = (ctx_last - 1) / bs;
         for (int64_t si = 0; si < n_segs; ++si) {
           const int64_t s0 = si * seg, s1 = std::min(s0 + seg, ctx_last);
-          const int64_t next0 = (si + 1) * attention::kMaxFoldBlocks;
-          const int64_t next1 = std::min(last_block + 1, next0 + attention::kMaxFoldBlocks);
+          const int64_t next0 = (si + 1) * fold_blocks;
+          const int64_t next1 = std::min(last_block + 1, next0 + fold_blocks);
           const int64_t i0 = std::max<int64_t>(0, s0 - pos0);  // first token with pos >= s0
           const int64_t first_keys = std::min(s1, pos0 + i0 + 1) - s0;
           fold(seq.block_table, g, s0 / bs, 0, s1 - s0, i0, n_group, s1 <= ctx_first ? 0 : first_keys, next0,
@@ -254,7 +255,7 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
         // order (the full heads' segments). A segment's keys from both ranges form one
         // fold when the ranges touch, so with the window reaching back to the sinks this
         // is exactly the full loop.
-        const int64_t seg = bs * attention::kMaxFoldBlocks;
+        const int64_t seg = bs * fold_blocks;
         for (int64_t i = 0; i < n_group; ++i) {
           const int64_t pos = pos0 + i, n_ctx = pos + 1;
           const StreamingRange r = streaming_range(pos, cfg.modes.sink, cfg.modes.window);

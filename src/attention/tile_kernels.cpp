@@ -140,8 +140,8 @@ const TileKernels& reference_tile_kernels() {
 const TileKernels& tile_kernels() {
   static const TileKernels k = [] {
     const kernels::KernelIsa isa = kernels::cpu_kernel_isa();
-    if (kernels::cpu_has_avx512_bf16()) return TileKernels{avx512bf16::fold, "avx512-bf16"};
-    if (isa >= kernels::KernelIsa::avx512_vnni) return TileKernels{avx512::fold, "avx512"};
+    if (kernels::cpu_has_avx512_bf16()) return TileKernels{avx512bf16::fold, "avx512-bf16", 8};
+    if (isa >= kernels::KernelIsa::avx512_vnni) return TileKernels{avx512::fold, "avx512", 8};
     if (isa >= kernels::KernelIsa::avx2) return TileKernels{avx2::fold, "avx2"};
     return reference_tile_kernels();
   }();
