@@ -3,9 +3,9 @@
 // llama-1b shape; rows:8 = one token's 8 query heads as in decode, rows:32/64/128 =
 // prefill groups of 4/8/16 tokens, paged attention's kQueryTile now being 16) folded over
 // `blocks` consecutive tiles, the kernel set's fold_blocks per fold as paged attention
-// does. blocks:4 (or 8) keeps the tiles in L1 (the kernel's arithmetic); blocks:16384 (f32: 128 MiB) streams
-// from memory, with the next fold's tiles prefetched as paged attention does
-// (FoldTile::next).
+// does. blocks:4 (or 8) keeps the tiles in L1 (the kernel's arithmetic); blocks:16384
+// (f32: 128 MiB) streams from memory, with the next fold's tiles prefetched as paged
+// attention does (FoldTile::next).
 //
 // Counters: `flops` = 2 x 2 x rows x keys x head_dim (scores and values) as a rate,
 // `kv` = K/V bytes read as a rate.

@@ -58,10 +58,10 @@ inline int64_t rows_per_slice(const FoldTile& f, int64_t limit) {
 }
 
 // Issues the prefetches of a fold's FoldTile::next spread over n_steps calls of step()
-// (a few lines each), and any left over at finish(). A score pass copies it into a local
-// and back (LinePrefetchPass), so that its state stays in registers through the pass's loop: kept in
-// the caller's object, every step stored and reloaded it, and the 8-row decode fold spent
-// a third of its score time in step().
+// (a few lines each), and any left over at finish(). A score pass works on a copy
+// (LinePrefetchPass), so that the state stays in registers through the pass's loop: kept
+// in the caller's object, every step stored and reloaded it, and the 8-row decode fold
+// spent a third of its score time in step().
 class LinePrefetcher {
  public:
   LinePrefetcher(const FoldTile& f, int64_t n_steps) : f_(&f) {
@@ -191,7 +191,9 @@ inline void scores_tile(const float* q, int64_t hd, int64_t bs, const KeyColumn<
 // leave 1 or 2 rows, whose few accumulator chains wait on the multiply-add latency (a
 // decode fold of 8 rows as 6 + 2 spent 17% of its time in the 2-row pass); those go as
 // two passes of about half (score_split_rows).
-inline bool take_score_pass(int64_t n_rows, int R) { return n_rows >= R && !(R >= 4 && n_rows > R && n_rows <= R + 2); }
+inline bool take_score_pass(int64_t n_rows, int R) {
+  return n_rows >= R && !(R >= 4 && n_rows > R && n_rows <= R + 2);
+}
 template <int R>
 inline constexpr int score_split_rows = R / 2 + 1;
 

@@ -31,18 +31,25 @@ inline void prefetch_l1(const void* p) {
 inline constexpr uintptr_t kPageBytes = 4096;
 inline constexpr uintptr_t kPageLeadBytes = 2048;
 
-// Called once per `step` bytes consumed at p (a loop over blocks): prefetches the first
-// line of each page that starts in (p + lead, p + lead + step]. A prefetch never faults,
-// so reaching past the end of the data is harmless.
 // fn(page) for each page start in (lo, hi], highest first.
 template <class Fn>
 inline void for_each_page_start(uintptr_t lo, uintptr_t hi, Fn&& fn) {
   for (uintptr_t page = hi & ~(kPageBytes - 1); page > lo; page -= kPageBytes) fn(page);
 }
 
-inline void prefetch_page_ahead(const void* p, size_t step) {
+// The pages a loop kicks when it consumes `step` bytes at p: those that start in
+// (p + kPageLeadBytes, p + kPageLeadBytes + step].
+template <class Fn>
+inline void for_each_page_ahead(const void* p, size_t step, Fn&& fn) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p) + kPageLeadBytes;
-  for_each_page_start(a, a + step, [](uintptr_t page) { prefetch_l1(reinterpret_cast<const void*>(page)); });
+  for_each_page_start(a, a + step, fn);
+}
+
+// Called once per `step` bytes consumed at p (a loop over blocks): prefetches the first
+// line of each page for_each_page_ahead names. A prefetch never faults, so reaching past
+// the end of the data is harmless.
+inline void prefetch_page_ahead(const void* p, size_t step) {
+  for_each_page_ahead(p, step, [](uintptr_t page) { prefetch_l1(reinterpret_cast<const void*>(page)); });
 }
 
 // Whether the kernels kick pages: on unless STRATA_NO_PAGE_PREFETCH is set (to 1 or any

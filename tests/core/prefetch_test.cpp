@@ -24,16 +24,16 @@ TEST(PageKick, PageStartsInAHalfOpenRange) {
   EXPECT_EQ(pages_in(4095, 12288), (std::vector<uintptr_t>{12288, 8192, 4096}));
 }
 
-// Walking a stream in blocks of any size, the kicks cover every page after the first lead
-// once, each issued while the loop is between kPageLeadBytes and kPageLeadBytes + block
-// before the page.
+// Walking a stream in blocks of any size, the kicks (the pages prefetch_page_ahead
+// prefetches) cover every page after the first lead once, each issued while the loop is
+// between kPageLeadBytes and kPageLeadBytes + block before the page.
 TEST(PageKick, EveryPageOfAStreamOnceAtTheLead) {
   for (uintptr_t block : {uintptr_t{18}, uintptr_t{210}, uintptr_t{288}, uintptr_t{544}, uintptr_t{5984}}) {
     const uintptr_t base = 0x10000 + 3 * block;  // not page-aligned
     const uintptr_t end = base + 64 * kPageBytes;
     std::vector<uintptr_t> kicked;
     for (uintptr_t p = base; p < end; p += block) {
-      for_each_page_start(p + kPageLeadBytes, p + kPageLeadBytes + block, [&](uintptr_t page) {
+      for_each_page_ahead(reinterpret_cast<const void*>(p), block, [&](uintptr_t page) {
         EXPECT_GE(page - p, kPageLeadBytes) << block;
         EXPECT_LE(page - p, kPageLeadBytes + block) << block;
         kicked.push_back(page);
