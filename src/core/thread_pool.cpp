@@ -37,11 +37,16 @@ void ThreadPool::dispatch(JobFn fn, void* ctx) {
     fn(ctx, 0, 1);
     return;
   }
+  // The job is published by the release increment of generation_: a spinning worker
+  // sees it without touching the mutex. The mutex is only for sleeping workers (so a
+  // worker between its last check and its wait cannot miss the increment); a worker
+  // that took it on waking used to block on it while this thread still held it, and
+  // each decode matmul then started one futex wake-up late on that worker.
+  job_fn_ = fn;
+  job_ctx_ = ctx;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_fn_ = fn;
-    job_ctx_ = ctx;
-    pending_.store(n_threads_ - 1, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
@@ -70,14 +75,9 @@ void ThreadPool::worker_loop(int tid) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load()) return;
-    JobFn fn;
-    void* ctx;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      fn = job_fn_;
-      ctx = job_ctx_;
-    }
-    fn(ctx, tid, n_threads_);
+    // Written before the increment we acquired, and not rewritten before this worker
+    // decrements pending_ below (the caller waits for that).
+    job_fn_(job_ctx_, tid, n_threads_);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/prefetch.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/quant/traits.h"
@@ -146,8 +147,14 @@ void Model::compute_rope_tables(const ForwardBatch& b) {
 }
 
 void Model::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
-                   ThreadPool& pool) {
-  kernels::matmul(w.type, w.data, w.rows, w.cols, x, n_tokens, y, pool, matmul_scratch_);
+                   ThreadPool& pool, FunctionRef<void()> after_own_share) {
+  kernels::matmul(w.type, w.data, w.rows, w.cols, x, n_tokens, y, pool, matmul_scratch_, after_own_share);
+}
+
+void Model::prefetch_residual_and_norm(int64_t n_tokens, const std::vector<float>& norm) const {
+  if (n_tokens != 1 || !decode_prefetch_enabled()) return;
+  prefetch_range(x_.data(), static_cast<size_t>(config_.dim) * sizeof(float), true);
+  prefetch_range(norm.data(), norm.size() * sizeof(float), false);
 }
 
 std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, ThreadPool& pool) {
@@ -206,7 +213,9 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
   const kernels::MatmulJob qkv[] = {{L.wq.type, L.wq.data, L.wq.rows, q_.data()},
                                      {L.wk.type, L.wk.data, L.wk.rows, k_.data()},
                                      {L.wv.type, L.wv.data, L.wv.rows, v_.data()}};
-  kernels::matmul_shared_input(qkv, c.dim, xb_.data(), T, pool, matmul_scratch_);
+  // While waiting for the other threads, the KV lines write_kv stores to below.
+  kernels::matmul_shared_input(qkv, c.dim, xb_.data(), T, pool, matmul_scratch_,
+                               [&] { prefetch_kv_slots(cache, layer, b); });
 
   span.next("rope");
   for (int64_t t = 0; t < T; ++t) {
@@ -232,14 +241,15 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
     kernels::rope(k, c.n_kv_heads, c.head_dim, c.rope_dim, cs, sn, neox);
   }
 
-  span.next("attention");
+  span.next("write_kv");
   write_kv(cache, layer, b, k_.data(), v_.data());
+  span.next("attention");
   const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim,
                              1.0f / std::sqrt(static_cast<float>(c.head_dim))};
   paged_attention(cache, layer, b, shape, q_.data(), att_.data(), pool, attention_scratch_);
 
   span.next("out_matmul");
-  matmul(L.wo, att_.data(), T, xb_.data(), pool);
+  matmul(L.wo, att_.data(), T, xb_.data(), pool, [&] { prefetch_residual_and_norm(T, L.ffn_norm); });
   span.end();
   for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
 }
@@ -267,7 +277,9 @@ void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
     kernels::swiglu(gate_.data(), up_.data(), c.ffn_dim);
   }
   span.next("down_matmul");
-  matmul(L.w_down, gate_.data(), T, xb_.data(), pool);
+  const auto& next_norm = layer + 1 < c.n_layers ? weights_.layers[static_cast<size_t>(layer) + 1].attn_norm
+                                                 : weights_.output_norm;
+  matmul(L.w_down, gate_.data(), T, xb_.data(), pool, [&] { prefetch_residual_and_norm(T, next_norm); });
   span.end();
   for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
 }

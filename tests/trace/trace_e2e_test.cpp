@@ -38,11 +38,11 @@ void expect_forward_structure(const testing::ParsedTrace& t, int64_t n_layers) {
       const auto& cs = t.spans[static_cast<size_t>(c)];
       if (cs.name != "layer") continue;
       EXPECT_EQ(cs.args.value("layer", -1), next_layer++);
-      for (const char* op : {"attn_norm", "qkv_matmul", "rope", "attention", "out_matmul",
+      for (const char* op : {"attn_norm", "qkv_matmul", "rope", "write_kv", "attention", "out_matmul",
                              "ffn_norm", "gate_up_matmul", "swiglu", "down_matmul"}) {
         EXPECT_EQ(t.count_children(c, op), 1) << op << " in layer " << cs.args.dump();
       }
-      EXPECT_EQ(t.children(c).size(), 9u);
+      EXPECT_EQ(t.children(c).size(), 10u);
     }
   }
   EXPECT_EQ(t.named("layer").size(), forwards.size() * static_cast<size_t>(n_layers));
