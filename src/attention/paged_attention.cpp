@@ -8,7 +8,6 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
-#include "core/prefetch.h"
 #include "attention/tile_kernels.h"
 #include "kv/tile_layout.h"
 
@@ -73,67 +72,18 @@ void AttentionScratch::reserve(int n_threads, const AttentionShape& shape, int64
 
 namespace {
 
-// The block of the pool that holds (layer, head) for position `pos`. Throws if there is
-// none, or with strict = false returns -1.
-int32_t block_for(const KvCache& cache, const SequenceView& seq, bool streaming, int64_t pos, bool strict) {
+// The block of the pool that holds (layer, head) for position `pos`, or throws.
+int32_t block_for(const KvCache& cache, const SequenceView& seq, bool streaming, int64_t pos) {
   const int64_t bi = pos / cache.config().block_size;
   const std::span<const int32_t> table = streaming ? seq.stream_table : seq.block_table;
   if (pos < 0 || bi >= static_cast<int64_t>(table.size())) {
-    if (!strict) return -1;
     throw Error("write_kv: position " + std::to_string(pos) + " outside the " +
                 (streaming ? "stream" : "block") + " table");
   }
   const int32_t block = table[static_cast<size_t>(bi)];
   const int64_t limit = streaming ? cache.config().n_stream_blocks : cache.config().n_blocks;
-  if (block < 0 || block >= limit) {
-    if (!strict) return -1;
-    throw Error("write_kv: block id out of range");
-  }
+  if (block < 0 || block >= limit) throw Error("write_kv: block id out of range");
   return block;
-}
-
-// fn(k_tile, v_tile, slot, t, h) for every batch token t and KV head h: the tiles that
-// hold the token's key and value for head h, and its slot in them. A position outside
-// its table throws, or with strict = false is skipped.
-template <class Cache, class Fn>
-void for_each_kv_slot(Cache& cache, int64_t layer, const ForwardBatch& batch, bool strict, Fn&& fn) {
-  const auto& cfg = cache.config();
-  const int64_t n_streaming = cfg.modes.n_streaming_in_layer(layer);
-  const bool any_streaming = n_streaming > 0;
-  const bool any_full = n_streaming < cfg.n_kv_heads;
-  for (int64_t t = 0; t < batch.n_tokens(); ++t) {
-    const auto& seq = batch.seqs[static_cast<size_t>(batch.seq_index[static_cast<size_t>(t)])];
-    const int64_t pos = batch.positions[static_cast<size_t>(t)];
-    const int32_t full_block = any_full ? block_for(cache, seq, false, pos, strict) : -1;
-    const int32_t stream_block = any_streaming ? block_for(cache, seq, true, pos, strict) : -1;
-    const int64_t slot = pos % cfg.block_size;
-    for (int64_t h = 0; h < cfg.n_kv_heads; ++h) {
-      const int32_t block = cache.streaming(layer, h) ? stream_block : full_block;
-      if (block < 0) continue;  // only when not strict
-      fn(cache.k_tile(layer, block, h), cache.v_tile(layer, block, h), slot, t, h);
-    }
-  }
-}
-
-// prefetch_kv_slots covers decode batches; a prefill chunk writes each tile's lines for
-// many tokens in a row, and its stores are a small part of its time.
-constexpr int64_t kMaxPrefetchTokens = 64;
-
-// Prefetches for writing the lines that store_slot(tile, dtype, keys, ..., slot, ...) stores to.
-void prefetch_slot(const uint8_t* tile, DType dtype, bool keys, int64_t slot, int64_t bs, int64_t hd) {
-  const size_t elem = dtype == DType::F32 ? 4 : 2;
-  uintptr_t last = 0;
-  for (int64_t d = 0; d < hd; ++d) {
-    int64_t i;
-    if (dtype == DType::BF16) {
-      i = keys ? kv_layout::bf16_key_index(d, slot, bs) : kv_layout::bf16_value_index(slot, d, hd);
-    } else {
-      i = keys ? kv_layout::key_index(d, slot, bs) : kv_layout::value_index(slot, d, hd);
-    }
-    const uintptr_t line = reinterpret_cast<uintptr_t>(tile + static_cast<size_t>(i) * elem) & ~uintptr_t{63};
-    if (line != last) prefetch_for_write(reinterpret_cast<const void*>(line));
-    last = line;
-  }
 }
 
 }  // namespace
@@ -142,19 +92,23 @@ void write_kv(KvCache& cache, int64_t layer, const ForwardBatch& batch, const fl
               const float* v) {
   const auto& cfg = cache.config();
   const int64_t row = cfg.n_kv_heads * cfg.head_dim;
-  for_each_kv_slot(cache, layer, batch, true, [&](uint8_t* kt, uint8_t* vt, int64_t slot, int64_t t, int64_t h) {
-    store_slot(kt, cfg.dtype, true, k + t * row + h * cfg.head_dim, slot, cfg.block_size, cfg.head_dim);
-    store_slot(vt, cfg.dtype, false, v + t * row + h * cfg.head_dim, slot, cfg.block_size, cfg.head_dim);
-  });
-}
-
-void prefetch_kv_slots(const KvCache& cache, int64_t layer, const ForwardBatch& batch) {
-  if (batch.n_tokens() > kMaxPrefetchTokens || !decode_prefetch_enabled()) return;
-  const auto& cfg = cache.config();
-  for_each_kv_slot(cache, layer, batch, false, [&](const uint8_t* kt, const uint8_t* vt, int64_t slot, int64_t, int64_t) {
-    prefetch_slot(kt, cfg.dtype, true, slot, cfg.block_size, cfg.head_dim);
-    prefetch_slot(vt, cfg.dtype, false, slot, cfg.block_size, cfg.head_dim);
-  });
+  const int64_t n_streaming = cfg.modes.n_streaming_in_layer(layer);
+  const bool any_streaming = n_streaming > 0;
+  const bool any_full = n_streaming < cfg.n_kv_heads;
+  for (int64_t t = 0; t < batch.n_tokens(); ++t) {
+    const auto& seq = batch.seqs[static_cast<size_t>(batch.seq_index[static_cast<size_t>(t)])];
+    const int64_t pos = batch.positions[static_cast<size_t>(t)];
+    const int32_t full_block = any_full ? block_for(cache, seq, false, pos) : -1;
+    const int32_t stream_block = any_streaming ? block_for(cache, seq, true, pos) : -1;
+    const int64_t slot = pos % cfg.block_size;
+    for (int64_t h = 0; h < cfg.n_kv_heads; ++h) {
+      const int32_t block = cache.streaming(layer, h) ? stream_block : full_block;
+      store_slot(cache.k_tile(layer, block, h), cfg.dtype, true, k + t * row + h * cfg.head_dim, slot,
+                 cfg.block_size, cfg.head_dim);
+      store_slot(cache.v_tile(layer, block, h), cfg.dtype, false, v + t * row + h * cfg.head_dim, slot,
+                 cfg.block_size, cfg.head_dim);
+    }
+  }
 }
 
 void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& batch,

@@ -40,14 +40,6 @@ class AttentionScratch {
 void write_kv(KvCache& cache, int64_t layer, const ForwardBatch& batch, const float* k,
               const float* v);
 
-// Prefetches, for writing, the cache lines write_kv(cache, layer, batch, ...) will store
-// to, for batches of up to 64 tokens (decode). The model calls it while the QKV matmul
-// waits for its other threads: between two tokens the weight stream evicts the KV
-// tiles, and write_kv's stores then waited for their lines one by one (9 us per layer
-// at llama-1b). A hint only (off with STRATA_NO_DECODE_PREFETCH=1): never throws, and
-// skips positions outside their tables (write_kv reports those).
-void prefetch_kv_slots(const KvCache& cache, int64_t layer, const ForwardBatch& batch);
-
 // out[t] = softmax(q[t] . K[0..pos(t)] * scale) V for every batch token (causal within
 // its own sequence). q and out are [n_tokens][n_heads*head_dim].
 void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& batch,

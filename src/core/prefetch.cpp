@@ -5,21 +5,11 @@
 
 namespace strata {
 
-namespace {
-// Whether the environment variable `name` is unset, empty or "0".
-bool env_unset(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || *v == '\0' || std::string_view(v) == "0";
-}
-}  // namespace
-
 bool page_prefetch_enabled() {
-  static const bool enabled = env_unset("STRATA_NO_PAGE_PREFETCH");
-  return enabled;
-}
-
-bool decode_prefetch_enabled() {
-  static const bool enabled = env_unset("STRATA_NO_DECODE_PREFETCH");
+  static const bool enabled = [] {
+    const char* v = std::getenv("STRATA_NO_PAGE_PREFETCH");
+    return v == nullptr || *v == '\0' || std::string_view(v) == "0";
+  }();
   return enabled;
 }
 

@@ -19,20 +19,6 @@ inline void prefetch_l1(const void* p) {
 #endif
 }
 
-// Prefetch with intent to write: the line arrives owned, so stores to it need not wait
-// for their own read-for-ownership. Decode uses it for small buffers that serial code
-// writes between two weight streams (KV slots, quantized activations): the stream has
-// evicted them, and stores to missing lines wait for them one after another (stores
-// leave the store buffer in order), while prefetches overlap. (0F 0D /1 is a hint NOP
-// where PREFETCHW is missing.)
-inline void prefetch_for_write(const void* p) {
-#if defined(__x86_64__) || defined(__i386__)
-  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
-#else
-  __builtin_prefetch(p, 1);
-#endif
-}
-
 // The page kick. Hardware stream prefetchers do not cross a 4 KiB boundary (physical
 // pages may not be contiguous), huge pages or not, so a kernel streaming weights from
 // memory starts every 4 KiB with demand misses until the prefetcher has found the stream
@@ -69,16 +55,5 @@ inline void prefetch_page_ahead(const void* p, size_t step) {
 // Whether the kernels kick pages: on unless STRATA_NO_PAGE_PREFETCH is set (to 1 or any
 // value but 0), read once per process, so a benchmark can compare both ways.
 bool page_prefetch_enabled();
-
-// Whether decode prefetches the small buffers its serial code touches between two
-// matmuls (KV slots, norm weights, the residual row, quantized activations): on unless
-// STRATA_NO_DECODE_PREFETCH is set, read once per process.
-bool decode_prefetch_enabled();
-
-// Prefetches [p, p + bytes) line by line, for reading or for writing.
-inline void prefetch_range(const void* p, size_t bytes, bool for_write) {
-  const auto* c = static_cast<const char*>(p);
-  for (size_t off = 0; off < bytes; off += 64) for_write ? prefetch_for_write(c + off) : prefetch_l1(c + off);
-}
 
 }  // namespace strata

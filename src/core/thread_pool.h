@@ -50,20 +50,10 @@ class ThreadPool {
   // one claim of each other: with chunks handed out from one shared counter, the last
   // large chunk left the other thread waiting. fn(begin, end) may be called several times
   // on one thread; which thread gets which range varies from run to run.
-  //
-  // done(tid), if given, is called once on each thread when it has no items left to claim
-  // or steal, before the call waits for the others: decode uses it to prefetch what the
-  // caller's serial code touches next while that thread would otherwise only wait.
-  template <class Fn, class Done>
-  void parallel_for_stealing(int64_t n, int64_t claim, Fn&& fn, Done&& done) {
+  template <class Fn>
+  void parallel_for_stealing(int64_t n, int64_t claim, Fn&& fn) {
     if (n <= 0) return;
-    if (n > INT32_MAX) {  // ranges are packed as two 32-bit ints: fixed ranges instead
-      return run([&](int tid, int nt) {
-        const int64_t begin = n * tid / nt, end = n * (tid + 1) / nt;
-        if (begin < end) fn(begin, end);
-        done(tid);
-      });
-    }
+    if (n > INT32_MAX) return parallel_for(n, fn);  // ranges are packed as two 32-bit ints
     const int64_t step = claim < 1 ? 1 : claim;
     for (int t = 0; t < n_threads_; ++t) ranges_[static_cast<size_t>(t)].set(n * t / n_threads_, n * (t + 1) / n_threads_);
     run([&](int tid, int) {
@@ -72,12 +62,7 @@ class ThreadPool {
       do {
         while (own.claim_front(step, b, e)) fn(b, e);
       } while (steal(tid, step));
-      done(tid);
     });
-  }
-  template <class Fn>
-  void parallel_for_stealing(int64_t n, int64_t claim, Fn&& fn) {
-    parallel_for_stealing(n, claim, fn, [](int) {});
   }
 
   // Physical cores of this machine (falls back to hardware_concurrency).

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/prefetch.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/quant/traits.h"
@@ -147,14 +146,8 @@ void Model::compute_rope_tables(const ForwardBatch& b) {
 }
 
 void Model::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
-                   ThreadPool& pool, FunctionRef<void()> after_own_share) {
-  kernels::matmul(w.type, w.data, w.rows, w.cols, x, n_tokens, y, pool, matmul_scratch_, after_own_share);
-}
-
-void Model::prefetch_residual_and_norm(int64_t n_tokens, const std::vector<float>& norm) const {
-  if (n_tokens != 1 || !decode_prefetch_enabled()) return;
-  prefetch_range(x_.data(), static_cast<size_t>(config_.dim) * sizeof(float), true);
-  prefetch_range(norm.data(), norm.size() * sizeof(float), false);
+                   ThreadPool& pool) {
+  kernels::matmul(w.type, w.data, w.rows, w.cols, x, n_tokens, y, pool, matmul_scratch_);
 }
 
 std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, ThreadPool& pool) {
@@ -213,9 +206,7 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
   const kernels::MatmulJob qkv[] = {{L.wq.type, L.wq.data, L.wq.rows, q_.data()},
                                      {L.wk.type, L.wk.data, L.wk.rows, k_.data()},
                                      {L.wv.type, L.wv.data, L.wv.rows, v_.data()}};
-  // While waiting for the other threads, the KV lines write_kv stores to below.
-  kernels::matmul_shared_input(qkv, c.dim, xb_.data(), T, pool, matmul_scratch_,
-                               [&] { prefetch_kv_slots(cache, layer, b); });
+  kernels::matmul_shared_input(qkv, c.dim, xb_.data(), T, pool, matmul_scratch_);
 
   span.next("rope");
   for (int64_t t = 0; t < T; ++t) {
@@ -249,7 +240,7 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
   paged_attention(cache, layer, b, shape, q_.data(), att_.data(), pool, attention_scratch_);
 
   span.next("out_matmul");
-  matmul(L.wo, att_.data(), T, xb_.data(), pool, [&] { prefetch_residual_and_norm(T, L.ffn_norm); });
+  matmul(L.wo, att_.data(), T, xb_.data(), pool);
   span.end();
   for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
 }
@@ -277,9 +268,7 @@ void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
     kernels::swiglu(gate_.data(), up_.data(), c.ffn_dim);
   }
   span.next("down_matmul");
-  const auto& next_norm = layer + 1 < c.n_layers ? weights_.layers[static_cast<size_t>(layer) + 1].attn_norm
-                                                 : weights_.output_norm;
-  matmul(L.w_down, gate_.data(), T, xb_.data(), pool, [&] { prefetch_residual_and_norm(T, next_norm); });
+  matmul(L.w_down, gate_.data(), T, xb_.data(), pool);
   span.end();
   for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
 }

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "attention/paged_attention.h"
-#include "core/function_ref.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
 #include "kv/kv_cache.h"
@@ -72,12 +71,7 @@ class Model {
   void compute_rope_tables(const ForwardBatch& batch);
   void attention_block(int64_t layer, const ForwardBatch& batch, KvCache& cache, ThreadPool& pool);
   void ffn_block(int64_t layer, int64_t n_tokens, ThreadPool& pool);
-  void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-              FunctionRef<void()> after_own_share = {});
-  // One token: prefetches what the residual add and the RMSNorm with `norm` after a matmul
-  // touch (the residual row x_, for writing, and the norm's weights), as the matmul's
-  // after_own_share. Nothing for batches, or with decode prefetches off.
-  void prefetch_residual_and_norm(int64_t n_tokens, const std::vector<float>& norm) const;
+  void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
   gguf::GgufFile file_;
   ModelConfig config_;

@@ -1,6 +1,6 @@
 // ThreadPool: every job runs on every thread once, parallel_for covers [0, n) in
 // contiguous per-thread ranges, and parallel_for_stealing hands out every index exactly
-// once whatever the claim, size and thread count, then calls done once per thread.
+// once whatever the claim, size and thread count.
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -72,34 +72,6 @@ TEST(ThreadPool, StealingMovesWorkFromAStalledThread) {
   });
   // Everything but item 0's claim, less at most one claim left unsplit in its range.
   EXPECT_GE(done_by_other.load(), n - 2 * claim);
-}
-
-// done(tid) runs once on every thread, after all of that thread's fn calls.
-TEST(ThreadPool, StealingCallsDoneOncePerThreadAfterItsWork) {
-  static thread_local int done_in_call = -1;  // the last call whose done ran on this thread
-  int call = 0;
-  for (int threads : {1, 2, 3}) {
-    ThreadPool pool(threads);
-    for (int64_t n : {1, 7, 5000}) {
-      ++call;
-      std::vector<std::atomic<int>> done(static_cast<size_t>(threads));
-      std::atomic<int> fn_after_done{0};
-      std::atomic<int64_t> covered{0};
-      pool.parallel_for_stealing(
-          n, 16,
-          [&](int64_t b, int64_t e) {
-            if (done_in_call == call) fn_after_done.fetch_add(1);
-            covered.fetch_add(e - b);
-          },
-          [&](int tid) {
-            done_in_call = call;
-            done[static_cast<size_t>(tid)].fetch_add(1);
-          });
-      EXPECT_EQ(covered.load(), n);
-      EXPECT_EQ(fn_after_done.load(), 0);
-      for (auto& d : done) EXPECT_EQ(d.load(), 1) << threads << " threads, " << n << " items";
-    }
-  }
 }
 
 // Decode issues thousands of small jobs back to back; each must see its own function and

@@ -4,9 +4,3 @@ add_test(NAME golden_without_page_prefetch
          COMMAND ${CMAKE_COMMAND} -E env STRATA_NO_PAGE_PREFETCH=1 $<TARGET_FILE:test_golden>
                  --gtest_filter=AidreamsGolden*:GqaGolden*:BatchInvariance*)
 set_tests_properties(golden_without_page_prefetch PROPERTIES TIMEOUT 600)
-# The golden model tests with decode's prefetches of its serial code's buffers off
-# (STRATA_NO_DECODE_PREFETCH: KV slots, norm weights, residual row, activations).
-add_test(NAME golden_without_decode_prefetch
-         COMMAND ${CMAKE_COMMAND} -E env STRATA_NO_DECODE_PREFETCH=1 $<TARGET_FILE:test_golden>
-                 --gtest_filter=AidreamsGolden*:GqaGolden*:BatchInvariance*)
-set_tests_properties(golden_without_decode_prefetch PROPERTIES TIMEOUT 600)

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/prefetch.h"
 #include "kernels/quant/traits.h"
 
 namespace strata::kernels {
@@ -87,15 +86,13 @@ void check_args(DType wtype, const void* w, int64_t rows, int64_t cols, const fl
 }  // namespace
 
 void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float* x,
-            int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch,
-            FunctionRef<void()> after_own_share) {
+            int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch) {
   const MatmulJob job{wtype, w, rows, y};
-  matmul_shared_input({&job, 1}, cols, x, n_tokens, pool, scratch, after_own_share);
+  matmul_shared_input({&job, 1}, cols, x, n_tokens, pool, scratch);
 }
 
 void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const float* x,
-                         int64_t n_tokens, ThreadPool& pool, std::vector<uint8_t>& scratch,
-                         FunctionRef<void()> after_own_share) {
+                         int64_t n_tokens, ThreadPool& pool, std::vector<uint8_t>& scratch) {
   if (jobs.size() > kMaxJobs) throw Error("matmul: more than " + std::to_string(kMaxJobs) + " matrices share an input");
   MatmulPlan plans[kMaxJobs];
   // The distinct activation types: each job's index into them.
@@ -134,9 +131,6 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
     if (act_types[i] != DType::F32) need += static_cast<size_t>(row_bytes(act_types[i], cols) * n_tokens);
   }
   if (scratch.size() < need) scratch.resize(need);
-  // One token: the weight stream since the last call has evicted the buffer, and the
-  // conversion's stores would wait for its lines one by one (prefetch_for_write).
-  if (n_tokens == 1 && decode_prefetch_enabled()) prefetch_range(scratch.data(), need, true);
   for (size_t i = 0; i < n_act; ++i) {
     if (act_types[i] == DType::F32) continue;
     uint8_t* act = scratch.data() + offset[i];
@@ -164,8 +158,6 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
       const int64_t b = std::max(g0, p.first_group), e = std::min(g1, p.first_group + p.n_groups);
       if (b < e) compute_rows(p, (b - p.first_group) * kRowGrain, std::min(p.rows, (e - p.first_group) * kRowGrain));
     }
-  }, [&](int tid) {
-    if (tid == 0 && after_own_share) after_own_share();
   });
 }
 

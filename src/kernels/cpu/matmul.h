@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/function_ref.h"
 #include "core/thread_pool.h"
 
 namespace strata::kernels {
@@ -24,13 +23,8 @@ namespace strata::kernels {
 // so a weight block loaded once serves many tokens). Every y[t*rows + r] is bit-identical
 // to vec_dot(W row r, x row t), so results do not depend on n_tokens, on the other tokens
 // of the batch or on the number of threads. Throws strata::Error on unsupported types or invalid shapes.
-//
-// after_own_share, if set, runs on the calling thread once its share of the rows is done,
-// while it waits for the other threads: decode prefetches there what its serial code
-// after the matmul touches (the weight stream has evicted it). It must not touch y.
 void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float* x,
-            int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch,
-            FunctionRef<void()> after_own_share = {});
+            int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch);
 
 // One weight matrix of a matmul_shared_input call, with its output (n_tokens x rows).
 struct MatmulJob {
@@ -45,7 +39,6 @@ struct MatmulJob {
 // across the pool in one dispatch, instead of one conversion and one dispatch (with a wait
 // for the slowest thread) per matrix. Outputs are bit-identical to separate matmul() calls.
 void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const float* x,
-                         int64_t n_tokens, ThreadPool& pool, std::vector<uint8_t>& scratch,
-                         FunctionRef<void()> after_own_share = {});
+                         int64_t n_tokens, ThreadPool& pool, std::vector<uint8_t>& scratch);
 
 }  // namespace strata::kernels
