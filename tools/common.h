@@ -44,7 +44,7 @@ struct EngineFlags {
                  "(less resident memory, slower decode)");
     cmd.add_flag("--no-repack", no_repack,
                  "keep weights in the file's block layout instead of repacking Q4_0/Q8_0 for the "
-                 "AVX-512 kernels at load (slower decode; same results up to float rounding)");
+                 "AVX2/AVX-512 kernels at load (slower decode and prefill; same results up to float rounding)");
     cmd.add_option("-c,--ctx", ctx, "context length (default: the model's)");
     if (chunk_flag) {
       cmd.add_option("--prefill-chunk", batch, "maximum prompt tokens per forward pass")

@@ -1,8 +1,8 @@
 // The internal interleaved layouts (Q4_0_X16 and Q8_0_X16 weights, Q8_0_X16A
 // activations): repacking is a lossless byte move, the activation layout is the same
 // whichever level converts it, the scalar models agree with the file layouts' kernels up
-// to float rounding, and the AVX-512 kernels agree with the scalar models bit for bit for
-// every tile shape.
+// to float rounding, and the AVX2 and AVX-512 kernels agree with the scalar models bit for
+// bit for every tile shape.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -85,9 +85,9 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q4_0_X16, buf.data(), 1, 512), Error);
   EXPECT_EQ(repacked_weight_type(DType::Q4_K, 2048), DType::Q4_K);
   EXPECT_EQ(repacked_weight_type(DType::Q4_0, 480), DType::Q4_0);
-  const bool vnni = cpu_kernel_isa() >= KernelIsa::avx512_vnni;
-  EXPECT_EQ(repacked_weight_type(DType::Q4_0, 2048), vnni ? DType::Q4_0_X16 : DType::Q4_0);
-  EXPECT_EQ(repacked_weight_type(DType::Q8_0, 2048), vnni ? DType::Q8_0_X16 : DType::Q8_0);
+  const bool avx2 = cpu_kernel_isa() >= KernelIsa::avx2;
+  EXPECT_EQ(repacked_weight_type(DType::Q4_0, 2048), avx2 ? DType::Q4_0_X16 : DType::Q4_0);
+  EXPECT_EQ(repacked_weight_type(DType::Q8_0, 2048), avx2 ? DType::Q8_0_X16 : DType::Q8_0);
 }
 
 TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {
@@ -133,14 +133,12 @@ TEST(Interleaved, ScalarModelsMatchFileLayoutsUpToRounding) {
   }
 }
 
-TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
-  if (cpu_kernel_isa() < KernelIsa::avx512_vnni) {
-    GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or STRATA_NO_AVX512)";
-  }
+// Every output of a level's kernels against the scalar model, for every tile shape.
+void expect_level_matches_scalar_models(KernelIsa isa) {
   Rng rng(4);
   for (const Pair& p : kPairs) {
     const TypeTraits& ref = reference_type_traits(p.x16);
-    const TypeTraits& fast = type_traits_for(KernelIsa::avx512_vnni, p.x16);
+    const TypeTraits& fast = type_traits_for(isa, p.x16);
     for (const int64_t cols : {512, 1536, 2048}) {
       for (const int64_t rows : {1, 2, 5}) {
         for (const int64_t n_tokens : {1, 2, 3, 4, 5, 9}) {
@@ -160,7 +158,7 @@ TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
             for (int64_t r = 0; r < rows; ++r) {
               const float want = ref.vec_dot(cols, w.data() + r * wb, a.data() + t * ab);
               EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
-                  << dtype_name(p.x16) << " cols " << cols << " rows " << rows << " tokens " << n_tokens << " at ("
+                  << kernel_isa_name(isa) << " " << dtype_name(p.x16) << " cols " << cols << " rows " << rows << " tokens " << n_tokens << " at ("
                   << r << ", " << t << "): " << y[static_cast<size_t>(t * rows + r)] << " vs " << want;
               EXPECT_TRUE(same_float(fast.vec_dot(cols, w.data() + r * wb, a.data() + t * ab), want));
             }
@@ -169,6 +167,18 @@ TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
       }
     }
   }
+}
+
+TEST(Interleaved, Avx2KernelsMatchScalarModelsBitForBit) {
+  if (cpu_kernel_isa() < KernelIsa::avx2) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
+  expect_level_matches_scalar_models(KernelIsa::avx2);
+}
+
+TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
+  if (cpu_kernel_isa() < KernelIsa::avx512_vnni) {
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or STRATA_NO_AVX512)";
+  }
+  expect_level_matches_scalar_models(KernelIsa::avx512_vnni);
 }
 
 }  // namespace

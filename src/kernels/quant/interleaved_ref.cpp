@@ -22,7 +22,7 @@
 namespace strata::kernels {
 
 DType repacked_weight_type(DType type, int64_t cols) {
-  if (cols <= 0 || cols % kQKX16 != 0 || cpu_kernel_isa() < KernelIsa::avx512_vnni) return type;
+  if (cols <= 0 || cols % kQKX16 != 0 || cpu_kernel_isa() < KernelIsa::avx2) return type;
   if (type == DType::Q4_0) return DType::Q4_0_X16;
   if (type == DType::Q8_0) return DType::Q8_0_X16;
   return type;

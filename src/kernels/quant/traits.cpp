@@ -110,6 +110,10 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q8_K)].from_float = avx2::q8_k_from_float;
   t[index_of(DType::Q8_0_X16A)].from_float =
       x16_from_float<BlockQ8_0, BlockQ8_0x16A, avx2::q8_0_from_float, arrange_q8_0_x16a>;
+  t[index_of(DType::Q4_0_X16)].vec_dot = avx2::q4_0_x16_vec_dot;
+  t[index_of(DType::Q4_0_X16)].gemm = avx2::q4_0_x16_gemm;
+  t[index_of(DType::Q8_0_X16)].vec_dot = avx2::q8_0_x16_vec_dot;
+  t[index_of(DType::Q8_0_X16)].gemm = avx2::q8_0_x16_gemm;
   t[index_of(DType::Q4_K)].vec_dot = avx2::q4_k_vec_dot;
   t[index_of(DType::Q4_K)].gemm = avx2::q4_k_gemm;
   t[index_of(DType::Q6_K)].vec_dot = avx2::q6_k_vec_dot;

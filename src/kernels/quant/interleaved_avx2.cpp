@@ -1,0 +1,174 @@
+// AVX2 kernels for Q4_0_X16 and Q8_0_X16 weights against Q8_0_X16A activations
+// (blocks.h), for CPUs without AVX-512: the same layouts as interleaved_avx512.cpp, each
+// 64-byte vector of a group taken as two 32-byte halves (blocks 0-7 and 8-15).
+//
+// Per half-group and (row, token), the integer dot of each of 8 blocks lands in one int32
+// lane:
+//  - Q4_0: 8 vpmaddubsw of unsigned nibbles by signed activations, summed in int16 (a pair
+//    is at most 2 * 15 * 128 = 3840, eight pairs 30720 < 32767, so nothing saturates),
+//    then one vpmaddwd by ones, less 8 * the activation's block sums (the nibble offset);
+//  - Q8_0: quants are stored plus 128; xor 0x80 gives the signed quant q, and each
+//    vpmaddubsw takes |q| (unsigned, at most 128) by the activation with q's sign (at most
+//    2 * 128 * 127 = 32512 per pair), widened by vpmaddwd before the next is added.
+// The file layouts' AVX2 kernels (legacy_avx2.cpp) spend about 22 instructions per block
+// and row; these about 5 (Q4_0) and 8 (Q8_0), which lets a GEMV keep up with memory and a
+// GEMM stay near the integer units' rate. The integer lanes are exact and the float steps
+// are the reference's (ref::q4_0_x16_vec_dot, q8_0_x16_vec_dot: acc[b] = fma(d_w[b] *
+// d_a[b], lane[b], acc[b]), then the lanes added i + 8, + 4, + 2, + 1), so every output is
+// bit-identical to it and to the AVX-512 kernels, whatever the tile, batch or thread split.
+#include <immintrin.h>
+
+#include "core/prefetch.h"
+#include "kernels/quant/avx2_util.h"
+#include "kernels/quant/blocks.h"
+#include "kernels/quant/kernels_avx2.h"
+
+namespace strata::kernels::avx2 {
+namespace {
+
+constexpr int kHalfBlocks = kX16Blocks / 2;  // blocks per 32-byte half
+
+// One half-group's weights: q[k] pairs with activation vector k (elements 4k..4k+3 of
+// each of the half's 8 blocks), and the 8 blocks' scales.
+struct HalfWeights {
+  __m256i q[8];
+  __m256 d;
+};
+
+inline __m256i load32(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+inline __m256 half_scales(const uint16_t* d) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
+}
+
+struct Q4x16 {
+  using Group = BlockQ4_0x16;
+  // Unsigned nibbles q + 8: low nibbles of chunk c are elements 4c.., high ones 16 + 4c...
+  static void load(const Group& g, int h, HalfWeights& w) {
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = load32(g.qs + 64 * c + 32 * h);
+      w.q[c] = _mm256_and_si256(v, mask);
+      w.q[c + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+    }
+    w.d = half_scales(g.d + kHalfBlocks * h);
+  }
+  static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
+    __m256i s16 = _mm256_maddubs_epi16(w.q[0], load32(a.qs + 32 * h));
+#pragma GCC unroll 7
+    for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w.q[k], load32(a.qs + 64 * k + 32 * h)));
+    const __m256i lanes = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+    return _mm256_sub_epi32(lanes, _mm256_slli_epi32(load32(a.sum + kHalfBlocks * h), 3));
+  }
+};
+
+struct Q8x16 {
+  using Group = BlockQ8_0x16;
+  // The signed quants (stored plus 128).
+  static void load(const Group& g, int h, HalfWeights& w) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) w.q[k] = _mm256_xor_si256(load32(g.qs + 64 * k + 32 * h), flip);
+    w.d = half_scales(g.d + kHalfBlocks * h);
+  }
+  static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i lanes = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      const __m256i q = w.q[k];
+      const __m256i signed_a = _mm256_sign_epi8(load32(a.qs + 64 * k + 32 * h), q);
+      lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), signed_a), ones));
+    }
+    return lanes;
+  }
+};
+
+// One row x T tokens. Each half-group's weights are unpacked once and used for T tokens;
+// acc[0] holds lanes (blocks) 0-7 of every group, acc[1] lanes 8-15. With kPageKick each
+// group also starts the hardware prefetcher on the page ahead (core/prefetch.h).
+template <class W, int T, bool kPageKick>
+void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+  __m256 acc[2][T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < ng; ++g) {
+    const auto& group = reinterpret_cast<const typename W::Group*>(w)[g];
+    if constexpr (kPageKick) prefetch_page_ahead(&group, sizeof(typename W::Group));
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      HalfWeights hw;
+      W::load(group, h, hw);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const auto& ag = reinterpret_cast<const BlockQ8_0x16A*>(a + t * a_stride)[g];
+        const __m256 scale = _mm256_mul_ps(hw.d, _mm256_loadu_ps(ag.d + kHalfBlocks * h));
+        acc[h][t] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(W::dot(hw, ag, h)), acc[h][t]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));  // i + 8, then hsum's tree
+}
+
+template <class W, int T, bool kPageKick>
+void gemm_rows(int64_t ng, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a, int64_t a_stride,
+               float* y, int64_t ldy) {
+  for (int64_t r = 0; r < nr; ++r) gemm_tile<W, T, kPageKick>(ng, w + r * w_stride, a, a_stride, y + r, ldy);
+}
+
+template <class W>
+float vec_dot(int64_t n, const void* w, const void* a) {
+  float y = 0.0f;
+  gemm_tile<W, 1, false>(n / kQKX16, static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(a), 0, &y, 0);
+  return y;
+}
+
+// Tokens in groups of 4 form the outer loop, so a group's activations stay in L1 while the
+// weight rows (a panel the caller sized for L2) stream past.
+template <class W, bool kPageKick>
+void gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride, int64_t nt,
+          float* y, int64_t ldy) {
+  const int64_t ng = n / kQKX16;
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  int64_t t = 0;
+  for (; t + 4 <= nt; t += 4) {
+    gemm_rows<W, 4, kPageKick>(ng, wp, w_stride, nr, ap + t * a_stride, a_stride, y + t * ldy, ldy);
+  }
+  const uint8_t* at = ap + t * a_stride;
+  float* yt = y + t * ldy;
+  switch (nt - t) {
+    case 3: gemm_rows<W, 3, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy); break;
+    case 2: gemm_rows<W, 2, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy); break;
+    case 1: gemm_rows<W, 1, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot<Q4x16>(n, w, a);
+}
+
+float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot<Q8x16>(n, w, a);
+}
+
+void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride,
+                   int64_t nt, float* y, int64_t ldy) {
+  if (page_prefetch_enabled()) return gemm<Q4x16, true>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm<Q4x16, false>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+
+void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride,
+                   int64_t nt, float* y, int64_t ldy) {
+  if (page_prefetch_enabled()) return gemm<Q8x16, true>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm<Q8x16, false>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+
+}  // namespace strata::kernels::avx2
