@@ -59,7 +59,8 @@ struct Q4x16 {
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
     __m256i s16 = _mm256_maddubs_epi16(w.q[0], load32(a.qs + 32 * h));
 #pragma GCC unroll 7
-    for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w.q[k], load32(a.qs + 64 * k + 32 * h)));
+    for (int k = 1; k < 8; ++k)
+      s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w.q[k], load32(a.qs + 64 * k + 32 * h)));
     const __m256i lanes = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
     return _mm256_sub_epi32(lanes, _mm256_slli_epi32(load32(a.sum + kHalfBlocks * h), 3));
   }
@@ -81,7 +82,8 @@ struct Q8x16 {
     for (int k = 0; k < 8; ++k) {
       const __m256i q = w.q[k];
       const __m256i signed_a = _mm256_sign_epi8(load32(a.qs + 64 * k + 32 * h), q);
-      lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), signed_a), ones));
+      lanes = _mm256_add_epi32(
+          lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), signed_a), ones));
     }
     return lanes;
   }
@@ -91,7 +93,8 @@ struct Q8x16 {
 // acc[0] holds lanes (blocks) 0-7 of every group, acc[1] lanes 8-15. With kPageKick each
 // group also starts the hardware prefetcher on the page ahead (core/prefetch.h).
 template <class W, int T, bool kPageKick>
-void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
+               int64_t ldy) {
   __m256 acc[2][T];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
@@ -111,27 +114,30 @@ void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride,
     }
   }
 #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));  // i + 8, then hsum's tree
+  for (int t = 0; t < T; ++t)
+    y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));  // i + 8, then hsum's tree
 }
 
 template <class W, int T, bool kPageKick>
-void gemm_rows(int64_t ng, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a, int64_t a_stride,
-               float* y, int64_t ldy) {
-  for (int64_t r = 0; r < nr; ++r) gemm_tile<W, T, kPageKick>(ng, w + r * w_stride, a, a_stride, y + r, ldy);
+void gemm_rows(int64_t ng, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a,
+               int64_t a_stride, float* y, int64_t ldy) {
+  for (int64_t r = 0; r < nr; ++r)
+    gemm_tile<W, T, kPageKick>(ng, w + r * w_stride, a, a_stride, y + r, ldy);
 }
 
 template <class W>
 float vec_dot(int64_t n, const void* w, const void* a) {
   float y = 0.0f;
-  gemm_tile<W, 1, false>(n / kQKX16, static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(a), 0, &y, 0);
+  gemm_tile<W, 1, false>(n / kQKX16, static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(a),
+                         0, &y, 0);
   return y;
 }
 
 // Tokens in groups of 4 form the outer loop, so a group's activations stay in L1 while the
 // weight rows (a panel the caller sized for L2) stream past.
 template <class W, bool kPageKick>
-void gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride, int64_t nt,
-          float* y, int64_t ldy) {
+void gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride,
+          int64_t nt, float* y, int64_t ldy) {
   const int64_t ng = n / kQKX16;
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const uint8_t*>(a);
@@ -142,10 +148,17 @@ void gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
   const uint8_t* at = ap + t * a_stride;
   float* yt = y + t * ldy;
   switch (nt - t) {
-    case 3: gemm_rows<W, 3, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy); break;
-    case 2: gemm_rows<W, 2, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy); break;
-    case 1: gemm_rows<W, 1, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy); break;
-    default: break;
+    case 3:
+      gemm_rows<W, 3, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy);
+      break;
+    case 2:
+      gemm_rows<W, 2, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy);
+      break;
+    case 1:
+      gemm_rows<W, 1, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy);
+      break;
+    default:
+      break;
   }
 }
 
@@ -159,15 +172,17 @@ float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
   return vec_dot<Q8x16>(n, w, a);
 }
 
-void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride,
-                   int64_t nt, float* y, int64_t ldy) {
-  if (page_prefetch_enabled()) return gemm<Q4x16, true>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  if (page_prefetch_enabled())
+    return gemm<Q4x16, true>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
   gemm<Q4x16, false>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
-void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride,
-                   int64_t nt, float* y, int64_t ldy) {
-  if (page_prefetch_enabled()) return gemm<Q8x16, true>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  if (page_prefetch_enabled())
+    return gemm<Q8x16, true>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
   gemm<Q8x16, false>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
