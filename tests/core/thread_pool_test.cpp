@@ -76,14 +76,18 @@ TEST(ThreadPool, StealingMovesWorkFromAStalledThread) {
 
 // Decode issues thousands of small jobs back to back; each must see its own function and
 // context on every thread (the job is published by the generation counter alone).
+// (Two threads: with more threads than cores every job waits for a descheduled one.)
 TEST(ThreadPool, ManySmallJobsInARowEachRunOncePerThread) {
-  ThreadPool pool(3);
-  std::vector<int> seen(3 * 20000, 0);
-  for (int j = 0; j < 20000; ++j) {
-    pool.run([&, j](int tid, int) { seen[static_cast<size_t>(j * 3 + tid)] += j + 1; });
+  constexpr int kThreads = 2, kJobs = 5000;
+  ThreadPool pool(kThreads);
+  std::vector<int> seen(kThreads * kJobs, 0);
+  for (int j = 0; j < kJobs; ++j) {
+    pool.run([&, j](int tid, int) { seen[static_cast<size_t>(j * kThreads + tid)] += j + 1; });
   }
-  for (int j = 0; j < 20000; ++j) {
-    for (int t = 0; t < 3; ++t) ASSERT_EQ(seen[static_cast<size_t>(j * 3 + t)], j + 1) << "job " << j << " thread " << t;
+  for (int j = 0; j < kJobs; ++j) {
+    for (int t = 0; t < kThreads; ++t) {
+      ASSERT_EQ(seen[static_cast<size_t>(j * kThreads + t)], j + 1) << "job " << j << " thread " << t;
+    }
   }
 }
 
