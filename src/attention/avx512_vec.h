@@ -14,6 +14,7 @@ namespace {
 struct Avx512Vec {
   static constexpr int64_t W = 16;
   static constexpr int kScoreRows = 6;  // 24 of the 32 registers hold scores
+  static constexpr int kAccRows = 4;    // rows per value pass: 16 accumulators
   using F = __m512;
   using Mask = __mmask16;
   static Mask first(int64_t n) {

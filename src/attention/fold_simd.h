@@ -340,7 +340,7 @@ void fold_elems(const FoldTile& f, const Dots& dots) {
     for (int64_t r0 = g0; r0 < g1;) {
       const int64_t nk = f.row_keys(r0);
       int64_t r1 = r0 + 1;
-      while (r1 < g1 && r1 - r0 < 4 && f.row_keys(r1) == nk) ++r1;
+      while (r1 < g1 && r1 - r0 < V::kAccRows && f.row_keys(r1) == nk) ++r1;
       const float* pr = f.p + r0 * ldp;
       const float* cr0 = corr + (r0 - g0);
       float* acc = f.acc + r0 * hd;
