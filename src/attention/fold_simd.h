@@ -5,8 +5,10 @@
 // touched in memory), fma, max, fixed-order horizontal max/sum, rounding to the nearest
 // integer and times_pow2 (y * 2^n for integral n) for exp_clamped below, round_bf16
 // (to the nearest bf16 value, as float), load_bf16_pairs (W pairs split into the first and
-// second of each, as float), and kScoreRows, the query rows per score pass
-// (4 key columns each; 4 x kScoreRows accumulators).
+// second of each, as float), kScoreRows, the query rows per score pass (4 key columns
+// each; 4 x kScoreRows accumulators), kAccRows, the rows per value pass (4 x kAccRows
+// accumulators), and kWidenF16Rows, the fold size from which f16 tiles are widened to
+// float once rather than converted as they are loaded.
 //
 // Per query row the steps are the reference's: scores as one fma chain over d with one
 // lane per key, then the online-softmax update, then acc * c plus p_j v_j
@@ -461,12 +463,12 @@ template <class V>
 void fold(const FoldTile& f) {
   if (f.elem == TileElem::bf16) return fold_bf16_widened<V>(f);
   if (f.elem == TileElem::f32) return fold_elems<V>(f, FmaDots<V, float>{});
-  // With many rows (prefill: kQueryTile tokens x the heads of a KV head), converting the
-  // f16 tiles once beats converting them as they are loaded: keys are loaded once per
-  // kScoreRows rows and values once per 4, and each conversion takes an FP-port slot from
-  // the fmas. The conversion is exact, so the result is the same bits either way.
+  // With enough rows (V::kWidenF16Rows), converting the f16 tiles once beats converting
+  // them as they are loaded: keys are loaded once per kScoreRows rows and values once per
+  // kAccRows, and each conversion takes an FP-port slot from the fmas. The conversion is
+  // exact, so the result is the same bits either way.
   const int64_t tile = f.head_dim * f.block_size;
-  if (f.n_q < 16 || 2 * f.n_blocks * tile > kMaxWidenedTile) return fold_elems<V>(f, FmaDots<V, uint16_t>{});
+  if (f.n_q < V::kWidenF16Rows || 2 * f.n_blocks * tile > kMaxWidenedTile) return fold_elems<V>(f, FmaDots<V, uint16_t>{});
   alignas(64) float buf[kMaxWidenedTile];
   FoldTile wide = f;
   wide.elem = TileElem::f32;

@@ -16,6 +16,10 @@ struct Avx2Vec : kernels::simd::Avx2Float {
   // broadcast query element did not fit, and the pass spilled (3-8% slower, f16 tiles).
   static constexpr int kScoreRows = 2;
   static constexpr int kAccRows = 4;  // 2 was slower for 8 rows, no faster for 32
+  // f16 tiles are widened to float once per fold from this many rows (fold_simd.h
+  // fold): with 2-row score passes, an 8-row decode fold converted each key 4 times;
+  // widened, the 8-row f16 fold runs 34 -> 44 GFLOP/s.
+  static constexpr int kWidenF16Rows = 4;
   using Mask = __m256i;  // all-ones lanes are in
   static Mask first(int64_t n) {
     const int32_t k = static_cast<int32_t>(std::clamp<int64_t>(n, 0, W));
