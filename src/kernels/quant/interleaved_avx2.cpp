@@ -22,6 +22,7 @@
 #include "kernels/quant/avx2_util.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx2.h"
+#include "kernels/quant/token_tiles.h"
 
 namespace strata::kernels::avx2 {
 namespace {
@@ -133,33 +134,15 @@ float vec_dot(int64_t n, const void* w, const void* a) {
   return y;
 }
 
-// Tokens in groups of 4 form the outer loop, so a group's activations stay in L1 while the
-// weight rows (a panel the caller sized for L2) stream past.
 template <class W, bool kPageKick>
 void gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride,
           int64_t nt, float* y, int64_t ldy) {
   const int64_t ng = n / kQKX16;
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const uint8_t*>(a);
-  int64_t t = 0;
-  for (; t + 4 <= nt; t += 4) {
-    gemm_rows<W, 4, kPageKick>(ng, wp, w_stride, nr, ap + t * a_stride, a_stride, y + t * ldy, ldy);
-  }
-  const uint8_t* at = ap + t * a_stride;
-  float* yt = y + t * ldy;
-  switch (nt - t) {
-    case 3:
-      gemm_rows<W, 3, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy);
-      break;
-    case 2:
-      gemm_rows<W, 2, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy);
-      break;
-    case 1:
-      gemm_rows<W, 1, kPageKick>(ng, wp, w_stride, nr, at, a_stride, yt, ldy);
-      break;
-    default:
-      break;
-  }
+  for_token_tiles(nt, [&]<int T>(int64_t t) {
+    gemm_rows<W, T, kPageKick>(ng, wp, w_stride, nr, ap + t * a_stride, a_stride, y + t * ldy, ldy);
+  });
 }
 
 }  // namespace
