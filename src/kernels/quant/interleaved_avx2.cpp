@@ -9,7 +9,9 @@
 //    then one vpmaddwd by ones, less 8 * the activation's block sums (the nibble offset);
 //  - Q8_0: quants are stored plus 128; xor 0x80 gives the signed quant q, and each
 //    vpmaddubsw takes |q| (unsigned, at most 128) by the activation with q's sign (at most
-//    2 * 128 * 127 = 32512 per pair), widened by vpmaddwd before the next is added.
+//    2 * 128 * 127 = 32512 per pair), widened by vpmaddwd before the next is added. This
+//    needs activations in [-127, 127] (vpsignb cannot negate -128), which every
+//    Q8_0_X16A producer guarantees: q8_0_from_float clamps to +-127.
 // The file layouts' AVX2 kernels (legacy_avx2.cpp) spend about 22 instructions per block
 // and row; these about 5 (Q4_0) and 8 (Q8_0), which lets a GEMV keep up with memory and a
 // GEMM stay near the integer units' rate. The integer lanes are exact and the float steps
