@@ -30,6 +30,7 @@ struct EngineFlags {
   HeadMapOptions sparse;  // sparse attention (--sparse-heads, --retrieval-ratio, --sink, --window)
   bool mmap = false;      // --mmap: use the weights in place from a file mapping
   bool no_repack = false;  // --no-repack: keep Q4_0/Q8_0 weights in the file's layout
+  bool no_fused_attention = false;  // --no-fused-attention: RoPE and K/V writes on one thread
 
   // `chunk_flag`: the serving commands take --prefill-chunk from ServingFlags instead.
   void add(CLI::App& cmd, bool chunk_flag = true) {
@@ -45,6 +46,9 @@ struct EngineFlags {
     cmd.add_flag("--no-repack", no_repack,
                  "keep weights in the file's block layout instead of repacking Q4_0/Q8_0 for the "
                  "AVX2/AVX-512 kernels at load (slower decode and prefill; same results up to float rounding)");
+    cmd.add_flag("--no-fused-attention", no_fused_attention,
+                 "run RoPE and the K/V cache writes on one thread before attention, instead of split by "
+                 "KV head in attention's own thread-pool job (slower decode; same results)");
     cmd.add_option("-c,--ctx", ctx, "context length (default: the model's)");
     if (chunk_flag) {
       cmd.add_option("--prefill-chunk", batch, "maximum prompt tokens per forward pass")
@@ -70,6 +74,7 @@ struct EngineFlags {
     Model::LoadOptions o;
     o.memory = mmap ? Model::WeightMemory::mmap : Model::WeightMemory::huge_pages;
     o.repack_weights = !no_repack;
+    o.fused_attention = !no_fused_attention;
     return o;
   }
   DType kv_dtype() const {

@@ -8,7 +8,6 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
-#include "attention/tile_kernels.h"
 #include "kv/tile_layout.h"
 
 namespace strata {
@@ -88,52 +87,67 @@ int32_t block_for(const KvCache& cache, const SequenceView& seq, bool streaming,
 
 }  // namespace
 
+KvSlot resolve_kv_slot(const KvCache& cache, int64_t layer, const SequenceView& seq, int64_t pos) {
+  const auto& cfg = cache.config();
+  const int64_t n_streaming = cfg.modes.n_streaming_in_layer(layer);
+  KvSlot s;
+  if (n_streaming < cfg.n_kv_heads) s.full_block = block_for(cache, seq, false, pos);
+  if (n_streaming > 0) s.stream_block = block_for(cache, seq, true, pos);
+  s.slot = pos % cfg.block_size;
+  return s;
+}
+
+void write_kv_heads(KvCache& cache, int64_t layer, const KvSlot& at, const float* k, const float* v, int64_t h0,
+                    int64_t h1) {
+  const auto& cfg = cache.config();
+  for (int64_t h = h0; h < h1; ++h) {
+    const int32_t block = cache.streaming(layer, h) ? at.stream_block : at.full_block;
+    store_slot(cache.k_tile(layer, block, h), cfg.dtype, true, k + h * cfg.head_dim, at.slot, cfg.block_size,
+               cfg.head_dim);
+    store_slot(cache.v_tile(layer, block, h), cfg.dtype, false, v + h * cfg.head_dim, at.slot, cfg.block_size,
+               cfg.head_dim);
+  }
+}
+
 void write_kv(KvCache& cache, int64_t layer, const ForwardBatch& batch, const float* k,
               const float* v) {
   const auto& cfg = cache.config();
   const int64_t row = cfg.n_kv_heads * cfg.head_dim;
-  const int64_t n_streaming = cfg.modes.n_streaming_in_layer(layer);
-  const bool any_streaming = n_streaming > 0;
-  const bool any_full = n_streaming < cfg.n_kv_heads;
   for (int64_t t = 0; t < batch.n_tokens(); ++t) {
     const auto& seq = batch.seqs[static_cast<size_t>(batch.seq_index[static_cast<size_t>(t)])];
-    const int64_t pos = batch.positions[static_cast<size_t>(t)];
-    const int32_t full_block = any_full ? block_for(cache, seq, false, pos) : -1;
-    const int32_t stream_block = any_streaming ? block_for(cache, seq, true, pos) : -1;
-    const int64_t slot = pos % cfg.block_size;
-    for (int64_t h = 0; h < cfg.n_kv_heads; ++h) {
-      const int32_t block = cache.streaming(layer, h) ? stream_block : full_block;
-      store_slot(cache.k_tile(layer, block, h), cfg.dtype, true, k + t * row + h * cfg.head_dim, slot,
-                 cfg.block_size, cfg.head_dim);
-      store_slot(cache.v_tile(layer, block, h), cfg.dtype, false, v + t * row + h * cfg.head_dim, slot,
-                 cfg.block_size, cfg.head_dim);
-    }
+    const KvSlot at = resolve_kv_slot(cache, layer, seq, batch.positions[static_cast<size_t>(t)]);
+    write_kv_heads(cache, layer, at, k + t * row, v + t * row, 0, cfg.n_kv_heads);
   }
 }
 
-void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& batch,
-                     const AttentionShape& shape, const float* q, float* out, ThreadPool& pool,
-                     AttentionScratch& scratch) {
-  const auto& cfg = cache.config();
-  const int64_t hd = shape.head_dim;
-  const int64_t bs = cfg.block_size;
-  const int64_t n_rep = shape.n_heads / shape.n_kv_heads;
-  const int64_t q_row = shape.n_heads * hd;
-  const ScratchLayout lay = layout(shape, bs);
+void AttentionScratch::plan_groups(const ForwardBatch& batch) {
   // Query tokens form groups: up to kQueryTile consecutive batch tokens of one sequence at
   // consecutive positions (a prefill chunk); decode tokens are groups of one.
-  const int64_t n_tokens = batch.n_tokens();
-  std::vector<int32_t>& groups = scratch.group_starts();
-  groups.clear();
-  for (int64_t t = 0; t < n_tokens; ++t) {
+  group_starts_.clear();
+  for (int64_t t = 0; t < batch.n_tokens(); ++t) {
     const auto ts = static_cast<size_t>(t);
-    const bool extends = t > 0 && t - groups.back() < kQueryTile &&
+    const bool extends = t > 0 && t - group_starts_.back() < kQueryTile &&
                          batch.seq_index[ts] == batch.seq_index[ts - 1] &&
                          batch.positions[ts] == batch.positions[ts - 1] + 1;
-    if (!extends) groups.push_back(static_cast<int32_t>(t));
+    if (!extends) group_starts_.push_back(static_cast<int32_t>(t));
   }
-  const auto n_groups = static_cast<int64_t>(groups.size());
-  groups.push_back(static_cast<int32_t>(n_tokens));
+  group_starts_.push_back(static_cast<int32_t>(batch.n_tokens()));
+}
+
+AttentionPass::AttentionPass(const KvCache& cache, int64_t layer, const ForwardBatch& batch,
+                             const AttentionShape& shape, const float* q, float* out, int n_threads,
+                             AttentionScratch& scratch)
+    : cache_(cache),
+      layer_(layer),
+      batch_(batch),
+      shape_(shape),
+      q_(q),
+      out_(out),
+      scratch_(scratch),
+      groups_(scratch.group_starts()),
+      tk_(attention::tile_kernels()) {
+  const auto& cfg = cache.config();
+  n_groups_ = static_cast<int64_t>(groups_.size()) - 1;
   // Work items are (KV head, group, slice of its query heads). With few groups (decode)
   // there are fewer (group, KV head) pairs than threads can share evenly — and with
   // sparse attention one full head costs as much as all streaming ones together — so
@@ -142,153 +156,173 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
   // order; the fold's rows are independent), so results do not change. Splitting makes
   // every thread read the KV head's tiles, so it is done only when needed: fewer pairs
   // than threads, or a sparse layer decoding a few tokens.
-  const int64_t n_pairs = n_groups * shape.n_kv_heads;
+  const int64_t n_pairs = n_groups_ * shape.n_kv_heads;
+  const int64_t n_rep = shape.n_heads / shape.n_kv_heads;
   const bool sparse_layer = cfg.modes.n_streaming_in_layer(layer) > 0;
-  const int64_t n_split = (n_pairs < pool.size() || (sparse_layer && n_tokens < 4 * pool.size()))
-                              ? std::min<int64_t>(n_rep, pool.size())
-                              : 1;
-  const int64_t n_items = n_pairs * n_split;
-  const attention::TileKernels& tk = attention::tile_kernels();
+  n_split_ = (n_pairs < n_threads || (sparse_layer && batch.n_tokens() < 4 * n_threads))
+                 ? std::min<int64_t>(n_rep, n_threads)
+                 : 1;
+  n_items_ = n_pairs * n_split_;
+}
+
+void AttentionPass::run_item(int64_t item, int tid) const {
+  const KvCache& cache = cache_;
+  const auto& cfg = cache.config();
+  const int64_t layer = layer_;
+  const ForwardBatch& batch = batch_;
+  const AttentionShape& shape = shape_;
+  const float* q = q_;
+  float* out = out_;
+  const std::vector<int32_t>& groups = groups_;
+  const int64_t n_groups = n_groups_, n_split = n_split_;
+  const int64_t hd = shape.head_dim;
+  const int64_t bs = cfg.block_size;
+  const int64_t n_rep = shape.n_heads / shape.n_kv_heads;
+  const int64_t q_row = shape.n_heads * hd;
+  const ScratchLayout lay = layout(shape, bs);
+  const attention::TileKernels& tk = tk_;
   const int64_t fold_blocks = tk.fold_blocks;
   const attention::TileElem elem = cfg.dtype == DType::F16    ? attention::TileElem::f16
                                    : cfg.dtype == DType::BF16 ? attention::TileElem::bf16
                                                               : attention::TileElem::f32;
   const size_t tile_bytes = static_cast<size_t>(bs * hd) * cache.element_size();
+  float* buf = scratch_.thread_buffer(tid);
+  float* qbuf = buf + lay.q;
+  float* scores = buf + lay.scores;
+  float* acc = buf + lay.acc;
+  float* mx = buf + lay.max;
+  float* sum = buf + lay.sum;
+  int64_t nr = n_rep;  // query rows per token in the current item (its slice)
+  auto fold = [&](std::span<const int32_t> table, int64_t g, int64_t bi0, int64_t j0, int64_t j1,
+                  int64_t i0, int64_t i1, int64_t first_keys = 0, int64_t next0 = 0, int64_t next1 = 0) {
+    attention::FoldTile tile;
+    // The next fold's tiles: a tile is one 4 KiB page or less at the default shape,
+    // where the hardware prefetcher stops, so without a prefetch every tile starts with a
+    // full memory latency (decode attention at 4K context took twice as long). Spread
+    // through the fold's loads (FoldTile::next) rather than issued in a burst before it,
+    // the prefetches overlap its arithmetic: a decode fold streaming bf16 tiles from
+    // memory ran 100-110 -> 142-147 GFLOP/s (attention_fold_bench, blocks:16384 rows:8).
+    for (int64_t bi = next0; bi < next1; ++bi) {
+      const int32_t block = table[static_cast<size_t>(bi)];
+      tile.next[tile.n_next++] = cache.k_tile(layer, block, g);
+      tile.next[tile.n_next++] = cache.v_tile(layer, block, g);
+    }
+    tile.next_bytes = static_cast<int64_t>(tile_bytes);
+    tile.n_blocks = static_cast<int>((j1 + bs - 1) / bs);
+    for (int b = 0; b < tile.n_blocks; ++b) {
+      const int32_t block = table[static_cast<size_t>(bi0 + b)];
+      tile.kt[b] = cache.k_tile(layer, block, g);
+      tile.v[b] = cache.v_tile(layer, block, g);
+    }
+    tile.q = qbuf + i0 * nr * hd;
+    tile.n_q = (i1 - i0) * nr;
+    tile.elem = elem;
+    tile.block_size = bs;
+    tile.head_dim = hd;
+    tile.j0 = j0;
+    tile.j1 = j1;
+    if (first_keys > 0 && first_keys < j1 - j0) {
+      tile.rows_per_token = nr;
+      tile.first_row_keys = first_keys;
+    }
+    tile.scale = shape.scale;
+    tile.max = mx + i0 * nr;
+    tile.sum = sum + i0 * nr;
+    tile.acc = acc + i0 * nr * hd;
+    tile.p = scores;
+    tk.fold(tile);
+  };
+  const int64_t pair = item / n_split, slice = item % n_split;
+  const int64_t grp = pair % n_groups;
+  const int64_t g = pair / n_groups;
+  const int64_t r0 = n_rep * slice / n_split, r1 = n_rep * (slice + 1) / n_split;
+  nr = r1 - r0;
+  const int64_t t0 = groups[static_cast<size_t>(grp)], t1 = groups[static_cast<size_t>(grp) + 1];
+  const int64_t n_group = t1 - t0;
+  const auto& seq = batch.seqs[static_cast<size_t>(batch.seq_index[static_cast<size_t>(t0)])];
+  for (int64_t i = 0; i < n_group; ++i) {
+    std::memcpy(qbuf + i * nr * hd, q + (t0 + i) * q_row + (g * n_rep + r0) * hd,
+                static_cast<size_t>(nr * hd) * sizeof(float));
+  }
+  std::fill(acc, acc + n_group * nr * hd, 0.0f);
+  std::fill(mx, mx + n_group * nr, -std::numeric_limits<float>::infinity());
+  std::fill(sum, sum + n_group * nr, 0.0f);
+  const int64_t pos0 = batch.positions[static_cast<size_t>(t0)];
+  if (!cache.streaming(layer, g)) {
+    // Keys are folded in segments of fold_blocks blocks from position 0, the same
+    // segments for every token however tokens are grouped, so a token's result does
+    // not depend on its group. Segments the group's first token sees whole are
+    // folded for all its tokens; in the rest, each token sees keys up to its own
+    // position (causal), and tokens that see none of a segment sit it out.
+    const int64_t seg = bs * fold_blocks;
+    const int64_t ctx_first = pos0 + 1, ctx_last = pos0 + n_group;
+    const int64_t n_segs = (ctx_last + seg - 1) / seg;
+    const int64_t last_block = (ctx_last - 1) / bs;
+    for (int64_t si = 0; si < n_segs; ++si) {
+      const int64_t s0 = si * seg, s1 = std::min(s0 + seg, ctx_last);
+      const int64_t next0 = (si + 1) * fold_blocks;
+      const int64_t next1 = std::min(last_block + 1, next0 + fold_blocks);
+      const int64_t i0 = std::max<int64_t>(0, s0 - pos0);  // first token with pos >= s0
+      const int64_t first_keys = std::min(s1, pos0 + i0 + 1) - s0;
+      fold(seq.block_table, g, s0 / bs, 0, s1 - s0, i0, n_group, s1 <= ctx_first ? 0 : first_keys, next0,
+           std::max(next0, next1));
+    }
+  } else {
+    // Keys [0, sink_end) and [window_begin, pos], segment by segment in position
+    // order (the full heads' segments). A segment's keys from both ranges form one
+    // fold when the ranges touch, so with the window reaching back to the sinks this
+    // is exactly the full loop.
+    const int64_t seg = bs * fold_blocks;
+    for (int64_t i = 0; i < n_group; ++i) {
+      const int64_t pos = pos0 + i, n_ctx = pos + 1;
+      const StreamingRange r = streaming_range(pos, cfg.modes.sink, cfg.modes.window);
+      auto fold_keys = [&](int64_t a, int64_t b) {  // keys [a, b) of one segment
+        const int64_t bi0 = a / bs;
+        fold(seq.stream_table, g, bi0, a - bi0 * bs, b - bi0 * bs, i, i + 1);
+      };
+      const int64_t n_segs = (n_ctx + seg - 1) / seg;
+      for (int64_t si = 0; si < n_segs; ++si) {
+        const int64_t b0 = si * seg, b1 = std::min(n_ctx, b0 + seg);
+        if (b1 <= r.window_begin && b0 >= r.sink_end) {
+          si = r.window_begin / seg - 1;  // jump to the window's first segment
+          continue;
+        }
+        const int64_t s1 = std::min(b1, r.sink_end);      // sink part: [b0, s1)
+        const int64_t w0 = std::max(b0, r.window_begin);  // window part: [w0, b1)
+        if (s1 > b0 && w0 <= s1) {
+          fold_keys(b0, b1);
+        } else {
+          if (s1 > b0) fold_keys(b0, s1);
+          if (w0 < b1) fold_keys(w0, b1);
+        }
+      }
+    }
+  }
+  for (int64_t i = 0; i < n_group; ++i) {
+    for (int64_t r = 0; r < nr; ++r) {
+      float* o = out + (t0 + i) * q_row + (g * n_rep + r0 + r) * hd;
+      const int64_t row = i * nr + r;
+      const float inv = 1.0f / sum[row];
+      for (int64_t d = 0; d < hd; ++d) o[d] = acc[row * hd + d] * inv;
+    }
+  }
+}
 
+void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& batch,
+                     const AttentionShape& shape, const float* q, float* out, ThreadPool& pool,
+                     AttentionScratch& scratch) {
+  scratch.plan_groups(batch);
+  const AttentionPass pass(cache, layer, batch, shape, q, out, pool.size(), scratch);
+  // Items are ordered KV head first, then group, then slice, and each thread takes the
+  // next one from a shared counter: causal prefill makes later tokens dearer and sparse
+  // attention makes full heads dearer, so fixed ranges would be uneven, and a thread
+  // that loses its core for a while (a shared machine) leaves its items to the others
+  // instead of the others waiting. Consecutive items mostly share a KV head, so its
+  // tiles stay in cache.
   std::atomic<int64_t> next_item{0};
   pool.run([&](int tid, int) {
-    float* buf = scratch.thread_buffer(tid);
-    float* qbuf = buf + lay.q;
-    float* scores = buf + lay.scores;
-    float* acc = buf + lay.acc;
-    float* mx = buf + lay.max;
-    float* sum = buf + lay.sum;
-    int64_t nr = n_rep;  // query rows per token in the current item (its slice)
-    // Folds keys [j0, j1) of blocks bi0, bi0 + 1, ... (at most fold_blocks; j0 and j1
-    // count from block bi0's first slot) into the running softmax of the group's tokens
-    // [i0, i1) (rows i0*nr .. i1*nr of the scratch). With first_keys > 0, token i0 + k
-    // sees only keys [j0, j0 + first_keys + k), clipped to j1 (causal). The fold prefetches
-    // the tiles of blocks [next0, next1) of the table as it goes.
-    auto fold = [&](std::span<const int32_t> table, int64_t g, int64_t bi0, int64_t j0, int64_t j1,
-                    int64_t i0, int64_t i1, int64_t first_keys = 0, int64_t next0 = 0, int64_t next1 = 0) {
-      attention::FoldTile tile;
-      // The next fold's tiles: a tile is one 4 KiB page or less at the default shape,
-      // where the hardware prefetcher stops, so without a prefetch every tile starts with a
-      // full memory latency (decode attention at 4K context took twice as long). Spread
-      // through the fold's loads (FoldTile::next) rather than issued in a burst before it,
-      // the prefetches overlap its arithmetic: a decode fold streaming bf16 tiles from
-      // memory ran 100-110 -> 142-147 GFLOP/s (attention_fold_bench, blocks:16384 rows:8).
-      for (int64_t bi = next0; bi < next1; ++bi) {
-        const int32_t block = table[static_cast<size_t>(bi)];
-        tile.next[tile.n_next++] = cache.k_tile(layer, block, g);
-        tile.next[tile.n_next++] = cache.v_tile(layer, block, g);
-      }
-      tile.next_bytes = static_cast<int64_t>(tile_bytes);
-      tile.n_blocks = static_cast<int>((j1 + bs - 1) / bs);
-      for (int b = 0; b < tile.n_blocks; ++b) {
-        const int32_t block = table[static_cast<size_t>(bi0 + b)];
-        tile.kt[b] = cache.k_tile(layer, block, g);
-        tile.v[b] = cache.v_tile(layer, block, g);
-      }
-      tile.q = qbuf + i0 * nr * hd;
-      tile.n_q = (i1 - i0) * nr;
-      tile.elem = elem;
-      tile.block_size = bs;
-      tile.head_dim = hd;
-      tile.j0 = j0;
-      tile.j1 = j1;
-      if (first_keys > 0 && first_keys < j1 - j0) {
-        tile.rows_per_token = nr;
-        tile.first_row_keys = first_keys;
-      }
-      tile.scale = shape.scale;
-      tile.max = mx + i0 * nr;
-      tile.sum = sum + i0 * nr;
-      tile.acc = acc + i0 * nr * hd;
-      tile.p = scores;
-      tk.fold(tile);
-    };
-    // Items are ordered KV head first, then group, then slice, and each thread takes the
-    // next one from a shared counter: causal prefill makes later tokens dearer and sparse
-    // attention makes full heads dearer, so fixed ranges would be uneven, and a thread
-    // that loses its core for a while (a shared machine) leaves its items to the others
-    // instead of the others waiting. Consecutive items mostly share a KV head, so its
-    // tiles stay in cache.
-    for (int64_t item; (item = next_item.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
-      const int64_t pair = item / n_split, slice = item % n_split;
-      const int64_t grp = pair % n_groups;
-      const int64_t g = pair / n_groups;
-      const int64_t r0 = n_rep * slice / n_split, r1 = n_rep * (slice + 1) / n_split;
-      nr = r1 - r0;
-      const int64_t t0 = groups[static_cast<size_t>(grp)], t1 = groups[static_cast<size_t>(grp) + 1];
-      const int64_t n_group = t1 - t0;
-      const auto& seq = batch.seqs[static_cast<size_t>(batch.seq_index[static_cast<size_t>(t0)])];
-      for (int64_t i = 0; i < n_group; ++i) {
-        std::memcpy(qbuf + i * nr * hd, q + (t0 + i) * q_row + (g * n_rep + r0) * hd,
-                    static_cast<size_t>(nr * hd) * sizeof(float));
-      }
-      std::fill(acc, acc + n_group * nr * hd, 0.0f);
-      std::fill(mx, mx + n_group * nr, -std::numeric_limits<float>::infinity());
-      std::fill(sum, sum + n_group * nr, 0.0f);
-      const int64_t pos0 = batch.positions[static_cast<size_t>(t0)];
-      if (!cache.streaming(layer, g)) {
-        // Keys are folded in segments of fold_blocks blocks from position 0, the same
-        // segments for every token however tokens are grouped, so a token's result does
-        // not depend on its group. Segments the group's first token sees whole are
-        // folded for all its tokens; in the rest, each token sees keys up to its own
-        // position (causal), and tokens that see none of a segment sit it out.
-        const int64_t seg = bs * fold_blocks;
-        const int64_t ctx_first = pos0 + 1, ctx_last = pos0 + n_group;
-        const int64_t n_segs = (ctx_last + seg - 1) / seg;
-        const int64_t last_block = (ctx_last - 1) / bs;
-        for (int64_t si = 0; si < n_segs; ++si) {
-          const int64_t s0 = si * seg, s1 = std::min(s0 + seg, ctx_last);
-          const int64_t next0 = (si + 1) * fold_blocks;
-          const int64_t next1 = std::min(last_block + 1, next0 + fold_blocks);
-          const int64_t i0 = std::max<int64_t>(0, s0 - pos0);  // first token with pos >= s0
-          const int64_t first_keys = std::min(s1, pos0 + i0 + 1) - s0;
-          fold(seq.block_table, g, s0 / bs, 0, s1 - s0, i0, n_group, s1 <= ctx_first ? 0 : first_keys, next0,
-               std::max(next0, next1));
-        }
-      } else {
-        // Keys [0, sink_end) and [window_begin, pos], segment by segment in position
-        // order (the full heads' segments). A segment's keys from both ranges form one
-        // fold when the ranges touch, so with the window reaching back to the sinks this
-        // is exactly the full loop.
-        const int64_t seg = bs * fold_blocks;
-        for (int64_t i = 0; i < n_group; ++i) {
-          const int64_t pos = pos0 + i, n_ctx = pos + 1;
-          const StreamingRange r = streaming_range(pos, cfg.modes.sink, cfg.modes.window);
-          auto fold_keys = [&](int64_t a, int64_t b) {  // keys [a, b) of one segment
-            const int64_t bi0 = a / bs;
-            fold(seq.stream_table, g, bi0, a - bi0 * bs, b - bi0 * bs, i, i + 1);
-          };
-          const int64_t n_segs = (n_ctx + seg - 1) / seg;
-          for (int64_t si = 0; si < n_segs; ++si) {
-            const int64_t b0 = si * seg, b1 = std::min(n_ctx, b0 + seg);
-            if (b1 <= r.window_begin && b0 >= r.sink_end) {
-              si = r.window_begin / seg - 1;  // jump to the window's first segment
-              continue;
-            }
-            const int64_t s1 = std::min(b1, r.sink_end);      // sink part: [b0, s1)
-            const int64_t w0 = std::max(b0, r.window_begin);  // window part: [w0, b1)
-            if (s1 > b0 && w0 <= s1) {
-              fold_keys(b0, b1);
-            } else {
-              if (s1 > b0) fold_keys(b0, s1);
-              if (w0 < b1) fold_keys(w0, b1);
-            }
-          }
-        }
-      }
-      for (int64_t i = 0; i < n_group; ++i) {
-        for (int64_t r = 0; r < nr; ++r) {
-          float* o = out + (t0 + i) * q_row + (g * n_rep + r0 + r) * hd;
-          const int64_t row = i * nr + r;
-          const float inv = 1.0f / sum[row];
-          for (int64_t d = 0; d < hd; ++d) o[d] = acc[row * hd + d] * inv;
-        }
-      }
+    for (int64_t item; (item = next_item.fetch_add(1, std::memory_order_relaxed)) < pass.n_items();) {
+      pass.run_item(item, tid);
     }
   });
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "attention/tile_kernels.h"
 #include "core/thread_pool.h"
 #include "kv/kv_cache.h"
 #include "model/forward_batch.h"
@@ -27,7 +28,11 @@ class AttentionScratch {
   float* thread_buffer(int tid) { return buffer_.data() + static_cast<size_t>(tid) * per_thread_; }
   // The first batch token of each query group of a call (reused, so it allocates only
   // until it has grown to the largest batch).
-  std::vector<int32_t>& group_starts() { return group_starts_; }
+  const std::vector<int32_t>& group_starts() const { return group_starts_; }
+  // Splits the batch's tokens into query groups (group_starts): up to kQueryTile
+  // consecutive tokens of one sequence at consecutive positions (a prefill chunk) share
+  // a pass over the K/V tiles. Grows the list only until it has the largest batch's size.
+  void plan_groups(const ForwardBatch& batch);
 
  private:
   std::vector<float> buffer_;
@@ -39,6 +44,46 @@ class AttentionScratch {
 // position in its sequence's blocks. Throws if a position falls outside the block table.
 void write_kv(KvCache& cache, int64_t layer, const ForwardBatch& batch, const float* k,
               const float* v);
+
+// Where one token's K and V go in one layer: the slot in its blocks, and the block of
+// its full heads and of its streaming heads (-1 where the layer has none).
+struct KvSlot {
+  int32_t full_block = -1;
+  int32_t stream_block = -1;
+  int64_t slot = 0;
+};
+// Throws as write_kv does if `pos` falls outside the sequence's tables.
+KvSlot resolve_kv_slot(const KvCache& cache, int64_t layer, const SequenceView& seq, int64_t pos);
+// Stores KV heads [h0, h1) of one token's K and V rows at a resolved slot (cannot throw;
+// threads may store disjoint heads of one token concurrently).
+void write_kv_heads(KvCache& cache, int64_t layer, const KvSlot& at, const float* k, const float* v, int64_t h0,
+                    int64_t h1);
+
+// One layer's attention for a batch whose query groups are planned in `scratch`
+// (plan_groups), as work items any thread may run in any order: each query row is
+// computed the same way whatever the items and whoever runs them. The items of a pass
+// are independent; run_item(i, tid) uses scratch.thread_buffer(tid). Construction only
+// reads the scratch, so every thread of a team may build its own pass of one layer.
+class AttentionPass {
+ public:
+  AttentionPass(const KvCache& cache, int64_t layer, const ForwardBatch& batch,
+                const AttentionShape& shape, const float* q, float* out, int n_threads,
+                AttentionScratch& scratch);
+  int64_t n_items() const { return n_items_; }
+  void run_item(int64_t item, int tid) const;
+
+ private:
+  const KvCache& cache_;
+  int64_t layer_;
+  const ForwardBatch& batch_;
+  AttentionShape shape_;
+  const float* q_;
+  float* out_;
+  AttentionScratch& scratch_;
+  const std::vector<int32_t>& groups_;
+  const attention::TileKernels& tk_;
+  int64_t n_groups_ = 0, n_split_ = 1, n_items_ = 0;
+};
 
 // out[t] = softmax(q[t] . K[0..pos(t)] * scale) V for every batch token (causal within
 // its own sequence). q and out are [n_tokens][n_heads*head_dim].

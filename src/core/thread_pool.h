@@ -65,6 +65,14 @@ class ThreadPool {
     });
   }
 
+  // For a run() job of several steps (Model::attention_by_head: RoPE and K/V writes by
+  // head, then attention), where the threads meet between steps instead of returning to
+  // the pool: called from inside a run() job by every thread of the pool, the same
+  // number of times. Returns when every thread has reached it; writes made before it on
+  // any thread are visible after it on all. Spins, then yields (the other thread may be
+  // waiting for this core on an oversubscribed machine).
+  void team_barrier();
+
   // Physical cores of this machine (falls back to hardware_concurrency).
   static int default_threads();
 
@@ -109,6 +117,9 @@ class ThreadPool {
   JobFn job_fn_ = nullptr;
   void* job_ctx_ = nullptr;
   std::vector<StealRange> ranges_;  // one per thread, for parallel_for_stealing
+  // team_barrier(): arrivals at the current barrier, and how many barriers have released.
+  alignas(64) std::atomic<int> barrier_arrived_{0};
+  alignas(64) std::atomic<uint64_t> barrier_released_{0};
 };
 
 }  // namespace strata

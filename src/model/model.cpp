@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -12,7 +13,9 @@ namespace strata {
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& options) {
   const bool mapped = options.memory == WeightMemory::mmap;
-  return from_file(mapped ? gguf::GgufFile::open(path) : gguf::GgufFile::read(path), options.repack_weights);
+  auto model = from_file(mapped ? gguf::GgufFile::open(path) : gguf::GgufFile::read(path), options.repack_weights);
+  model->set_fused_attention(options.fused_attention);
+  return model;
 }
 
 std::unique_ptr<Model> Model::from_file(gguf::GgufFile file, bool repack_weights) {
@@ -122,6 +125,7 @@ void Model::reserve(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t b
     up_.resize(gate_.size());
     rope_cos_.resize(T * static_cast<size_t>(c.rope_dim / 2));
     rope_sin_.resize(rope_cos_.size());
+    kv_slots_.resize(T);
     capacity_tokens_ = n_tokens;
   }
   if (n_logits > capacity_logits_) {
@@ -187,15 +191,80 @@ std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, Thr
   return {logits_.data(), static_cast<size_t>(R * c.n_vocab)};
 }
 
+void Model::position_heads(const LayerWeights& L, int64_t t, int64_t g0, int64_t g1) {
+  const auto& c = config_;
+  const int64_t hd = c.head_dim;
+  const int64_t q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
+  const int64_t n_rep = c.n_heads / c.n_kv_heads;
+  const int64_t h0 = g0 * n_rep, h1 = g1 * n_rep;  // the query heads of KV heads [g0, g1)
+  float* q = q_.data() + t * q_dim;
+  float* k = k_.data() + t * kv_dim;
+  float* v = v_.data() + t * kv_dim;
+  if (c.qkv_bias) {
+    for (int64_t i = h0 * hd; i < h1 * hd; ++i) q[i] += L.bq[static_cast<size_t>(i)];
+    for (int64_t i = g0 * hd; i < g1 * hd; ++i) k[i] += L.bk[static_cast<size_t>(i)];
+    for (int64_t i = g0 * hd; i < g1 * hd; ++i) v[i] += L.bv[static_cast<size_t>(i)];
+  }
+  if (c.qk_norm) {
+    for (int64_t h = h0; h < h1; ++h) kernels::rmsnorm(q + h * hd, L.q_norm.data(), q + h * hd, hd, c.rms_eps);
+    for (int64_t h = g0; h < g1; ++h) kernels::rmsnorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, c.rms_eps);
+  }
+  const int64_t half = c.rope_dim / 2;
+  const float* cs = rope_cos_.data() + t * half;
+  const float* sn = rope_sin_.data() + t * half;
+  const bool neox = c.rope_layout == RopeLayout::kNeox;
+  kernels::rope(q + h0 * hd, h1 - h0, hd, c.rope_dim, cs, sn, neox);
+  kernels::rope(k + g0 * hd, g1 - g0, hd, c.rope_dim, cs, sn, neox);
+}
+
+// RoPE, the K/V writes and attention of one layer in one pool job. Each thread positions
+// and stores the K/V of its own range of KV heads (the unfused pass did both on one
+// thread while the others waited: 7-9 us of each decode layer at llama-1b). A decode
+// step of one sequence then attends over those same heads without waiting for the
+// others, when the heads cost the same (a dense layer) and divide evenly; otherwise the
+// threads meet at a barrier and share attention's items as paged_attention does. The
+// results are those of the unfused calls: every step is per head, and attention's rows
+// do not depend on which thread computes them.
+void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cache, ThreadPool& pool,
+                              const AttentionShape& shape, TraceSpan& span) {
+  const auto& c = config_;
+  const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
+  const int64_t T = b.n_tokens();
+  const int64_t kv_dim = c.n_kv_heads * c.head_dim;
+  // Resolved here, where an error can be thrown.
+  for (int64_t t = 0; t < T; ++t) {
+    const auto& seq = b.seqs[static_cast<size_t>(b.seq_index[static_cast<size_t>(t)])];
+    kv_slots_[static_cast<size_t>(t)] = resolve_kv_slot(cache, layer, seq, b.positions[static_cast<size_t>(t)]);
+  }
+  attention_scratch_.plan_groups(b);
+  const AttentionPass pass(cache, layer, b, shape, q_.data(), att_.data(), pool.size(), attention_scratch_);
+  const bool dense = cache.config().modes.n_streaming_in_layer(layer) == 0;
+  const bool own_heads = T == 1 && dense && c.n_kv_heads % pool.size() == 0;
+  const int64_t items_per_head = pass.n_items() / c.n_kv_heads;
+  std::atomic<int64_t> next_item{0};
+  pool.run([&](int tid, int nt) {
+    const int64_t g0 = c.n_kv_heads * tid / nt, g1 = c.n_kv_heads * (tid + 1) / nt;
+    for (int64_t t = 0; t < T; ++t) position_heads(L, t, g0, g1);
+    if (tid == 0) span.next("write_kv");
+    for (int64_t t = 0; t < T; ++t) {
+      write_kv_heads(cache, layer, kv_slots_[static_cast<size_t>(t)], k_.data() + t * kv_dim, v_.data() + t * kv_dim,
+                     g0, g1);
+    }
+    if (tid == 0) span.next("attention");
+    if (own_heads) {  // items are ordered KV head first
+      for (int64_t i = g0 * items_per_head; i < g1 * items_per_head; ++i) pass.run_item(i, tid);
+      return;
+    }
+    pool.team_barrier();  // every head's K/V is written
+    for (int64_t i; (i = next_item.fetch_add(1, std::memory_order_relaxed)) < pass.n_items();) pass.run_item(i, tid);
+  });
+}
+
 void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache,
                             ThreadPool& pool) {
   const auto& c = config_;
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
   const int64_t T = b.n_tokens();
-  const int64_t q_dim = c.n_heads * c.head_dim;
-  const int64_t kv_dim = c.n_kv_heads * c.head_dim;
-  const int64_t half = c.rope_dim / 2;
-  const bool neox = c.rope_layout == RopeLayout::kNeox;
 
   TraceSpan span(tracer_, "attn_norm", kTraceForward);
   for (int64_t t = 0; t < T; ++t) {
@@ -209,35 +278,17 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
   kernels::matmul_shared_input(qkv, c.dim, xb_.data(), T, pool, matmul_scratch_);
 
   span.next("rope");
-  for (int64_t t = 0; t < T; ++t) {
-    float* q = q_.data() + t * q_dim;
-    float* k = k_.data() + t * kv_dim;
-    float* v = v_.data() + t * kv_dim;
-    if (c.qkv_bias) {
-      for (int64_t i = 0; i < q_dim; ++i) q[i] += L.bq[static_cast<size_t>(i)];
-      for (int64_t i = 0; i < kv_dim; ++i) k[i] += L.bk[static_cast<size_t>(i)];
-      for (int64_t i = 0; i < kv_dim; ++i) v[i] += L.bv[static_cast<size_t>(i)];
-    }
-    if (c.qk_norm) {
-      for (int64_t h = 0; h < c.n_heads; ++h) {
-        kernels::rmsnorm(q + h * c.head_dim, L.q_norm.data(), q + h * c.head_dim, c.head_dim, c.rms_eps);
-      }
-      for (int64_t h = 0; h < c.n_kv_heads; ++h) {
-        kernels::rmsnorm(k + h * c.head_dim, L.k_norm.data(), k + h * c.head_dim, c.head_dim, c.rms_eps);
-      }
-    }
-    const float* cs = rope_cos_.data() + t * half;
-    const float* sn = rope_sin_.data() + t * half;
-    kernels::rope(q, c.n_heads, c.head_dim, c.rope_dim, cs, sn, neox);
-    kernels::rope(k, c.n_kv_heads, c.head_dim, c.rope_dim, cs, sn, neox);
-  }
-
-  span.next("write_kv");
-  write_kv(cache, layer, b, k_.data(), v_.data());
-  span.next("attention");
   const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim,
                              1.0f / std::sqrt(static_cast<float>(c.head_dim))};
-  paged_attention(cache, layer, b, shape, q_.data(), att_.data(), pool, attention_scratch_);
+  if (fused_attention_) {
+    attention_by_head(layer, b, cache, pool, shape, span);
+  } else {
+    for (int64_t t = 0; t < T; ++t) position_heads(L, t, 0, c.n_kv_heads);
+    span.next("write_kv");
+    write_kv(cache, layer, b, k_.data(), v_.data());
+    span.next("attention");
+    paged_attention(cache, layer, b, shape, q_.data(), att_.data(), pool, attention_scratch_);
+  }
 
   span.next("out_matmul");
   matmul(L.wo, att_.data(), T, xb_.data(), pool);

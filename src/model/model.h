@@ -32,6 +32,9 @@ class Model {
     // one (load_weights: Q4_0/Q8_0 -> Q4_0_X16/Q8_0_X16 with AVX2 or AVX-512 VNNI). Needs owned
     // memory, so it does nothing with WeightMemory::mmap. `--no-repack` turns it off.
     bool repack_weights = true;
+    // RoPE, the K/V writes and attention of a layer in one pool job, split by KV head
+    // (Model::attention_by_head). Same results; `--no-fused-attention` turns it off.
+    bool fused_attention = true;
   };
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& options);
   static std::unique_ptr<Model> load(const std::string& path, WeightMemory memory = WeightMemory::huge_pages) {
@@ -40,6 +43,10 @@ class Model {
     return load(path, options);
   }
   static std::unique_ptr<Model> from_file(gguf::GgufFile file, bool repack_weights = true);
+
+  // LoadOptions::fused_attention, switchable at run time (tests compare both ways).
+  void set_fused_attention(bool on) { fused_attention_ = on; }
+  bool fused_attention() const { return fused_attention_; }
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
@@ -69,6 +76,11 @@ class Model {
   void validate_stream_blocks(const SequenceView& seq, int64_t pos, const KvCache& cache) const;
   void reserve(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t block_size);
   void compute_rope_tables(const ForwardBatch& batch);
+  // Bias, Q/K norms and RoPE, in place, of token t's query heads that share KV heads
+  // [g0, g1) and of those KV heads (per head, so threads may take disjoint head ranges).
+  void position_heads(const LayerWeights& L, int64_t t, int64_t g0, int64_t g1);
+  void attention_by_head(int64_t layer, const ForwardBatch& batch, KvCache& cache, ThreadPool& pool,
+                         const AttentionShape& shape, TraceSpan& span);
   void attention_block(int64_t layer, const ForwardBatch& batch, KvCache& cache, ThreadPool& pool);
   void ffn_block(int64_t layer, int64_t n_tokens, ThreadPool& pool);
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
@@ -95,6 +107,8 @@ class Model {
   std::vector<float> logits_;  // (R, n_vocab)
   std::vector<uint8_t> matmul_scratch_;
   AttentionScratch attention_scratch_;
+  std::vector<KvSlot> kv_slots_;  // (T) where each token's K/V go in the current layer
+  bool fused_attention_ = true;
 };
 
 }  // namespace strata

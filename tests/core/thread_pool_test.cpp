@@ -1,6 +1,7 @@
 // ThreadPool: every job runs on every thread once, parallel_for covers [0, n) in
 // contiguous per-thread ranges, and parallel_for_stealing hands out every index exactly
-// once whatever the claim, size and thread count.
+// once whatever the claim, size and thread count; team barriers order the steps of one
+// job.
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -88,6 +89,28 @@ TEST(ThreadPool, ManySmallJobsInARowEachRunOncePerThread) {
     for (int t = 0; t < kThreads; ++t) {
       ASSERT_EQ(seen[static_cast<size_t>(j * kThreads + t)], j + 1) << "job " << j << " thread " << t;
     }
+  }
+}
+
+// Team barriers order the steps of one job: every thread's writes before a barrier are
+// seen by every thread after it, for many barriers in a row.
+TEST(ThreadPool, TeamBarrierSeparatesStepsOfOneJob) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    constexpr int kSteps = 2000;
+    std::vector<int> slot(static_cast<size_t>(threads), 0);
+    std::atomic<int> mismatches{0};
+    pool.run([&](int tid, int nt) {
+      for (int step = 1; step <= kSteps; ++step) {
+        slot[static_cast<size_t>(tid)] = step;  // plain writes: the barrier orders them
+        pool.team_barrier();
+        for (int t = 0; t < nt; ++t) {
+          if (slot[static_cast<size_t>(t)] != step) mismatches.fetch_add(1);
+        }
+        pool.team_barrier();  // nobody writes the next step's value before all have read
+      }
+    });
+    EXPECT_EQ(mismatches.load(), 0) << threads << " threads";
   }
 }
 
