@@ -56,7 +56,10 @@ void q8_k_from_float(const float* src, void* dst, int64_t n) {
       __m256i q[4];
       for (int k = 0; k < 4; ++k) {
         const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + 32 * g + 8 * k), vscale);
-        const __m256 r = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 r = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        // NaN (an infinite input times the zero scale an infinite amax gives) becomes 0, as
+        // in the reference's nearest_int; the conversion would make it INT_MIN, then -127.
+        r = _mm256_and_ps(r, _mm256_cmp_ps(r, r, _CMP_ORD_Q));
         q[k] = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(r), lo), hi);
       }
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.qs + 32 * g),
