@@ -70,6 +70,7 @@ std::vector<uint8_t> random_weights(DType t, int64_t rows, int64_t cols) {
         put_half(blk, 0.002f, false), put_half(blk + 2, 0.001f, false);
         break;
       case DType::Q6_K:
+      case DType::Q6_K_X16:
         put_half(blk + 208, 0.0005f, false);
         break;
       default:
@@ -127,9 +128,10 @@ int parse_threads(int* argc, char** argv) {
 int main(int argc, char** argv) {
   const int threads = parse_threads(&argc, argv);
   g_pool = std::make_unique<strata::ThreadPool>(threads);
-  // *_X16: Q8_0 and Q4_0 as models hold them after repacking on AVX-512 VNNI machines.
-  const DType types[] = {DType::F32,      DType::F16,  DType::BF16,     DType::Q8_0, DType::Q8_0_X16,
-                         DType::Q4_0, DType::Q4_0_X16, DType::Q4_K, DType::Q6_K};
+  // *_X16: Q8_0, Q4_0 and Q6_K as models hold them after repacking (Q6_K on AVX-512 VNNI
+  // machines only).
+  const DType types[] = {DType::F32,  DType::F16,      DType::BF16, DType::Q8_0, DType::Q8_0_X16, DType::Q4_0,
+                         DType::Q4_0_X16, DType::Q4_K, DType::Q6_K, DType::Q6_K_X16};
   const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};
   for (DType t : types) {
     for (const auto& shape : shapes) {

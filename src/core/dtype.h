@@ -37,6 +37,8 @@ enum class DType : uint32_t {
   Q4_0_X16 = 64,
   Q8_0_X16A = 65,
   Q8_0_X16 = 66,
+  Q6_K_X16 = 67,
+  Q8_K_X16A = 68,
 };
 
 struct DTypeInfo {

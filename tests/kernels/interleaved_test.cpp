@@ -1,5 +1,5 @@
 // The internal interleaved layouts (Q4_0_X16 and Q8_0_X16 weights, Q8_0_X16A
-// activations): repacking is a lossless byte move, the activation layout is the same
+// activations; Q6_K_X16 weights, Q8_K_X16A activations): repacking is a lossless byte move, the activation layout is the same
 // whichever level converts it, the scalar models agree with the file layouts' kernels up
 // to float rounding, and the AVX2 and AVX-512 kernels agree with the scalar models bit for
 // bit for every tile shape.
@@ -24,11 +24,20 @@ bool same_float(float a, float b) {
   return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
 }
 
-// The file types and the layouts they are repacked into.
+// The file types and the layouts they are repacked into, each with its activation type.
 struct Pair {
-  DType file, x16;
+  DType file, x16, file_act, x16_act;
 };
-const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16}, {DType::Q8_0, DType::Q8_0_X16}};
+const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16, DType::Q8_0, DType::Q8_0_X16A},
+                       {DType::Q8_0, DType::Q8_0_X16, DType::Q8_0, DType::Q8_0_X16A},
+                       {DType::Q6_K, DType::Q6_K_X16, DType::Q8_K, DType::Q8_K_X16A}};
+
+// The fp16 super-block scales of a repacked row: leading each X16 group (16 of them, one
+// per block), or the last field of each Q6_K_X16 block.
+uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
+  if (p.x16 == DType::Q6_K_X16) return &reinterpret_cast<BlockQ6_Kx16*>(row)[i].d;
+  return reinterpret_cast<uint16_t*>(row) + i;
+}
 
 std::vector<uint8_t> repacked(const Pair& p, const std::vector<uint8_t>& w, int64_t rows, int64_t cols) {
   std::vector<uint8_t> out = w;
@@ -49,8 +58,10 @@ TEST(Interleaved, LayoutsHaveTheSizeOfWhatTheyReplace) {
   EXPECT_EQ(row_bytes(DType::Q8_0_X16, 2048), row_bytes(DType::Q8_0, 2048));
   EXPECT_EQ(dtype_info(DType::Q4_0_X16).block_size, kQKX16);
   EXPECT_EQ(dtype_info(DType::Q8_0_X16A).type_size, sizeof(BlockQ8_0x16A));
+  EXPECT_EQ(row_bytes(DType::Q6_K_X16, 2048), row_bytes(DType::Q6_K, 2048));
+  EXPECT_EQ(dtype_info(DType::Q8_K_X16A).type_size, sizeof(BlockQ8_Kx16A));
   // Internal ids are not file types: a GGUF naming them is rejected by the reader.
-  for (DType t : {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A}) {
+  for (DType t : {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16, DType::Q8_K_X16A}) {
     EXPECT_FALSE(dtype_info(static_cast<uint32_t>(t)).has_value());
     EXPECT_FALSE(dtype_from_name(dtype_name(t)).has_value());
   }
@@ -88,6 +99,10 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   const bool avx2 = cpu_kernel_isa() >= KernelIsa::avx2;
   EXPECT_EQ(repacked_weight_type(DType::Q4_0, 2048), avx2 ? DType::Q4_0_X16 : DType::Q4_0);
   EXPECT_EQ(repacked_weight_type(DType::Q8_0, 2048), avx2 ? DType::Q8_0_X16 : DType::Q8_0);
+  EXPECT_THROW(repack_weight_rows(DType::Q6_K, DType::Q6_K_X16, buf.data(), 1, 200), Error);
+  EXPECT_THROW(repack_weight_rows(DType::Q6_K, DType::Q4_0_X16, buf.data(), 1, 512), Error);
+  const bool avx512 = cpu_kernel_isa() >= KernelIsa::avx512_vnni;
+  EXPECT_EQ(repacked_weight_type(DType::Q6_K, 2048), avx512 ? DType::Q6_K_X16 : DType::Q6_K);
 }
 
 TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {
@@ -113,6 +128,22 @@ TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {
   reference_type_traits(DType::Q8_0).to_float(q8.data(), a.data(), cols);
   reference_type_traits(DType::Q8_0_X16A).to_float(ref.data(), b.data(), cols);
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+
+  // Q8_K_X16A likewise holds the Q8_K row, with each sub-block's bias = -32 * its sum.
+  const auto k_ref = activations(DType::Q8_K_X16A, x, 1, cols, reference_type_traits(DType::Q8_K_X16A));
+  EXPECT_EQ(k_ref, activations(DType::Q8_K_X16A, x, 1, cols, type_traits(DType::Q8_K_X16A)));
+  const auto q8k = activations(DType::Q8_K, x, 1, cols, reference_type_traits(DType::Q8_K));
+  reference_type_traits(DType::Q8_K).to_float(q8k.data(), a.data(), cols);
+  reference_type_traits(DType::Q8_K_X16A).to_float(k_ref.data(), b.data(), cols);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  const auto* kb = reinterpret_cast<const BlockQ8_Kx16A*>(k_ref.data());
+  for (int j = 0; j < 16; ++j) {
+    int32_t sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      for (int i = 0; i < 4; ++i) sum += kb[1].qs[64 * k + 4 * j + i];
+    }
+    EXPECT_EQ(kb[1].bias[j], -32 * sum) << "sub-block " << j;
+  }
 }
 
 TEST(Interleaved, ScalarModelsMatchFileLayoutsUpToRounding) {
@@ -122,8 +153,8 @@ TEST(Interleaved, ScalarModelsMatchFileLayoutsUpToRounding) {
     const auto w = test::random_weights(p.file, rows, cols, rng);
     const auto x16 = repacked(p, w, rows, cols);
     const auto x = test::normal_floats(rng, cols, 2.0f);
-    const auto a8 = activations(DType::Q8_0, x, 1, cols, reference_type_traits(DType::Q8_0));
-    const auto a16 = activations(DType::Q8_0_X16A, x, 1, cols, reference_type_traits(DType::Q8_0_X16A));
+    const auto a8 = activations(p.file_act, x, 1, cols, reference_type_traits(p.file_act));
+    const auto a16 = activations(p.x16_act, x, 1, cols, reference_type_traits(p.x16_act));
     const int64_t wb = row_bytes(p.file, cols);
     for (int64_t r = 0; r < rows; ++r) {
       const float want = reference_type_traits(p.file).vec_dot(cols, w.data() + r * wb, a8.data());
@@ -144,14 +175,13 @@ void expect_level_matches_scalar_models(KernelIsa isa) {
         for (const int64_t n_tokens : {1, 2, 3, 4, 5, 9}) {
           auto w = repacked(p, test::random_weights(p.file, rows, cols, rng), rows, cols);
           const int64_t wb = row_bytes(p.x16, cols);
-          if (rows == 5) {  // the largest half and an infinity among the scales (d[] leads both groups)
-            auto* d = reinterpret_cast<uint16_t*>(w.data() + 3 * wb);
-            d[0] = 0x7bff;
-            d[15] = 0x7c00;
+          if (rows == 5) {  // the largest half and an infinity among the scales
+            *row_scale(p, w.data() + 3 * wb, 0) = 0x7bff;
+            *row_scale(p, w.data() + 3 * wb, 1) = 0x7c00;
           }
           const auto x = test::normal_floats(rng, n_tokens * cols, 3.0f);
-          const auto a = activations(DType::Q8_0_X16A, x, n_tokens, cols, reference_type_traits(DType::Q8_0_X16A));
-          const int64_t ab = row_bytes(DType::Q8_0_X16A, cols);
+          const auto a = activations(p.x16_act, x, n_tokens, cols, reference_type_traits(p.x16_act));
+          const int64_t ab = row_bytes(p.x16_act, cols);
           std::vector<float> y(static_cast<size_t>(rows * n_tokens));
           fast.gemm(cols, w.data(), wb, rows, a.data(), ab, n_tokens, y.data(), rows);
           for (int64_t t = 0; t < n_tokens; ++t) {

@@ -61,7 +61,8 @@ struct BlockQ8_K {
   int16_t bsums[kQK_K / 16];
 };
 
-// --- strata-internal layouts (DType::Q4_0_X16, Q8_0_X16, Q8_0_X16A; never in files) ---
+// --- strata-internal layouts (DType::Q4_0_X16, Q8_0_X16, Q8_0_X16A, Q6_K_X16, Q8_K_X16A;
+// never in files) ---
 //
 // Q4_0 and Q8_0 weights regrouped at load, 16 consecutive blocks of a row per group, so
 // that one 512-bit vpdpbusd lane serves one block: int32 lane b accumulates block b's
@@ -105,6 +106,35 @@ struct BlockQ8_0x16A {
   float d[kX16Blocks];
 };
 
+// Q6_K_X16: one Q6_K super-block (16 sub-blocks of 16 elements) with its quants regrouped
+// so that int32 lane j of a 512-bit register works on sub-block j: quant vector k (k < 4)
+// holds elements 16j + 4k + i (i < 4) of every sub-block j at bytes 4j + i.
+//   ql[64c + 4j + i]  (c < 2) low nibble: the low 4 bits of element 16j + 4c + i (vector
+//                     c); high nibble: those of element 16j + 4(c + 2) + i (vector c + 2)
+//   qh[4j + i]        bits 2k and 2k + 1: the high 2 bits of element 16j + 4k + i
+//   scales, d         as in Q6_K (quants biased by 32, value = d * scales[j] * (q - 32))
+// The same 210 bytes as the Q6_K block it replaces; an AVX-512 kernel unpacks a vector in
+// 3-4 instructions and needs no per-block horizontal sum (kquant_x16_avx512.cpp).
+struct BlockQ6_Kx16 {
+  uint8_t ql[kQK_K / 2];
+  uint8_t qh[kQK_K / 4];
+  int8_t scales[kQK_K / 16];
+  uint16_t d;
+};
+
+// The activations Q6_K_X16 multiplies: one Q8_K block in the same lane order.
+//   qs[64k + 4j + i]  element 16j + 4k + i
+//   bias[j]           -32 * the sum of sub-block j's quants: the weights enter vpdpbusd
+//                     biased (q + 32), and lane j starts from here to cancel that
+//   d                 the block's scale
+struct BlockQ8_Kx16A {
+  int8_t qs[kQK_K];
+  int32_t bias[kQK_K / 16];
+  float d;
+};
+
+static_assert(sizeof(BlockQ6_Kx16) == 210);
+static_assert(sizeof(BlockQ8_Kx16A) == 324);
 static_assert(sizeof(BlockQ4_0x16) == 288);
 static_assert(sizeof(BlockQ8_0x16) == 544);
 static_assert(sizeof(BlockQ8_0x16A) == 640);

@@ -1,5 +1,6 @@
 // Conversions into and out of the internal interleaved layouts (blocks.h: BlockQ4_0x16,
-// BlockQ8_0x16, BlockQ8_0x16A). Every function takes whole groups: n (elements) a multiple of kQKX16.
+// BlockQ8_0x16, BlockQ8_0x16A: whole groups, n (elements) a multiple of kQKX16;
+// BlockQ6_Kx16, BlockQ8_Kx16A: whole super-blocks of kQK_K).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,8 @@ namespace strata::kernels {
 // The layout a weight matrix of `type` with rows of `cols` elements is best repacked into
 // on this CPU, or `type` itself when no repacking pays: Q4_0 -> Q4_0_X16 and Q8_0 ->
 // Q8_0_X16 where cpu_kernel_isa() has AVX2 (or AVX-512 VNNI) and cols is a multiple of
-// kQKX16.
+// kQKX16; Q6_K -> Q6_K_X16 with AVX-512 VNNI (the AVX2 level keeps the file layout's
+// kernel, which has no horizontal sums to save there).
 DType repacked_weight_type(DType type, int64_t cols);
 
 // Rewrites `rows` rows of `cols` elements from `from` to repacked_weight_type(from, cols)
@@ -25,17 +27,21 @@ void unarrange_q4_0_x16(const BlockQ4_0x16& src, BlockQ4_0* dst);
 void arrange_q8_0_x16(const BlockQ8_0* src, BlockQ8_0x16* dst);
 void unarrange_q8_0_x16(const BlockQ8_0x16& src, BlockQ8_0* dst);
 void arrange_q8_0_x16a(const BlockQ8_0* src, BlockQ8_0x16A* dst);
+void arrange_q6_k_x16(const BlockQ6_K* src, BlockQ6_Kx16* dst);
+void unarrange_q6_k_x16(const BlockQ6_Kx16& src, BlockQ6_K* dst);
+void arrange_q8_k_x16a(const BlockQ8_K* src, BlockQ8_Kx16A* dst);
 
 // A group layout from floats: the file block type's quantizer `quantize` on 16 blocks at
 // a time, then `arrange`. For the activations, `quantize` may be any level's
 // q8_0_from_float (all give identical bytes).
+// (kGroup elements per group: kQKX16, or kQK_K for the one-block K-quant layouts.)
 template <class Block, class Group, void (*quantize)(const float*, void*, int64_t),
-          void (*arrange)(const Block*, Group*)>
+          void (*arrange)(const Block*, Group*), int64_t kGroup = kQKX16>
 void x16_from_float(const float* src, void* dst, int64_t n) {
   auto* groups = static_cast<Group*>(dst);
-  Block blocks[kX16Blocks];
-  for (int64_t g = 0; g < n / kQKX16; ++g) {
-    quantize(src + g * kQKX16, blocks, kQKX16);
+  Block blocks[kGroup == kQK_K ? 1 : kX16Blocks];
+  for (int64_t g = 0; g < n / kGroup; ++g) {
+    quantize(src + g * kGroup, blocks, kGroup);
     arrange(blocks, groups + g);
   }
 }

@@ -22,6 +22,10 @@
 namespace strata::kernels {
 
 DType repacked_weight_type(DType type, int64_t cols) {
+  if (type == DType::Q6_K) {
+    const bool ok = cols > 0 && cols % kQK_K == 0 && cpu_kernel_isa() >= KernelIsa::avx512_vnni;
+    return ok ? DType::Q6_K_X16 : type;
+  }
   if (cols <= 0 || cols % kQKX16 != 0 || cpu_kernel_isa() < KernelIsa::avx2) return type;
   if (type == DType::Q4_0) return DType::Q4_0_X16;
   if (type == DType::Q8_0) return DType::Q8_0_X16;
@@ -31,11 +35,11 @@ DType repacked_weight_type(DType type, int64_t cols) {
 namespace {
 
 // Rewrites each run of 16 blocks in place as one group (same size).
-template <class Block, class Group, void (*arrange)(const Block*, Group*)>
+template <class Block, class Group, void (*arrange)(const Block*, Group*), int kBlocks = kX16Blocks>
 void repack_groups(void* data, int64_t n_groups) {
-  static_assert(sizeof(Group) == kX16Blocks * sizeof(Block));
+  static_assert(sizeof(Group) == kBlocks * sizeof(Block));
   auto* p = static_cast<uint8_t*>(data);
-  Block blocks[kX16Blocks];
+  Block blocks[kBlocks];
   Group out;
   for (int64_t i = 0; i < n_groups; ++i) {
     uint8_t* group = p + i * static_cast<int64_t>(sizeof(Group));
@@ -53,6 +57,8 @@ void repack_weight_rows(DType from, DType to, void* data, int64_t rows, int64_t 
     repack_groups<BlockQ4_0, BlockQ4_0x16, arrange_q4_0_x16>(data, rows * (cols / kQKX16));
   } else if (shape_ok && from == DType::Q8_0 && to == DType::Q8_0_X16) {
     repack_groups<BlockQ8_0, BlockQ8_0x16, arrange_q8_0_x16>(data, rows * (cols / kQKX16));
+  } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q6_K && to == DType::Q6_K_X16) {
+    repack_groups<BlockQ6_K, BlockQ6_Kx16, arrange_q6_k_x16, 1>(data, rows * (cols / kQK_K));
   } else {
     throw Error("kernels: cannot repack " + std::string(dtype_name(from)) + " rows of " +
                 std::to_string(cols) + " elements as " + std::string(dtype_name(to)));
@@ -102,6 +108,59 @@ void arrange_q8_0_x16a(const BlockQ8_0* src, BlockQ8_0x16A* dst) {
     dst->sum[b] = sum;
     dst->d[b] = fp16_to_fp32(src[b].d);
   }
+}
+
+namespace {
+
+// Where the 6-bit quant of element e (biased, in [0, 63]) sits in the Q6_K file layout
+// (blocks.h): its low 4 bits in ql[lo] (high nibble if lo_shift is 4), its high 2 bits
+// at bit hi_shift of qh[hi].
+struct Q6Place {
+  int lo, lo_shift, hi, hi_shift;
+};
+Q6Place q6_k_place(int e) {
+  const int half = e / 128, quarter = (e % 128) / 32, l = e % 32;
+  return {64 * half + l + 32 * (quarter % 2), 4 * (quarter / 2), 32 * half + l, 2 * quarter};
+}
+// The same for Q6_K_X16: element e = 16j + 4k + i.
+Q6Place q6_k_x16_place(int e) {
+  const int j = e / 16, k = (e % 16) / 4, i = e % 4;
+  return {64 * (k % 2) + 4 * j + i, 4 * (k / 2), 4 * j + i, 2 * k};
+}
+
+// Moves every element's quant from one layout's places to the other's.
+void move_q6_quants(const uint8_t* ql, const uint8_t* qh, Q6Place (*from)(int), uint8_t* out_ql, uint8_t* out_qh,
+                    Q6Place (*to)(int)) {
+  std::memset(out_ql, 0, kQK_K / 2);
+  std::memset(out_qh, 0, kQK_K / 4);
+  for (int e = 0; e < kQK_K; ++e) {
+    const Q6Place f = from(e), t = to(e);
+    const int lo = (ql[f.lo] >> f.lo_shift) & 15, hi = (qh[f.hi] >> f.hi_shift) & 3;
+    out_ql[t.lo] = static_cast<uint8_t>(out_ql[t.lo] | lo << t.lo_shift);
+    out_qh[t.hi] = static_cast<uint8_t>(out_qh[t.hi] | hi << t.hi_shift);
+  }
+}
+
+}  // namespace
+
+void arrange_q6_k_x16(const BlockQ6_K* src, BlockQ6_Kx16* dst) {
+  move_q6_quants(src->ql, src->qh, q6_k_place, dst->ql, dst->qh, q6_k_x16_place);
+  std::memcpy(dst->scales, src->scales, sizeof(dst->scales));
+  dst->d = src->d;
+}
+
+void unarrange_q6_k_x16(const BlockQ6_Kx16& src, BlockQ6_K* dst) {
+  move_q6_quants(src.ql, src.qh, q6_k_x16_place, dst->ql, dst->qh, q6_k_place);
+  std::memcpy(dst->scales, src.scales, sizeof(dst->scales));
+  dst->d = src.d;
+}
+
+void arrange_q8_k_x16a(const BlockQ8_K* src, BlockQ8_Kx16A* dst) {
+  for (int j = 0; j < kQK_K / 16; ++j) {
+    for (int k = 0; k < 4; ++k) std::memcpy(dst->qs + 64 * k + 4 * j, src->qs + 16 * j + 4 * k, 4);
+    dst->bias[j] = -32 * src->bsums[j];
+  }
+  dst->d = src->d;
 }
 
 namespace ref {
@@ -205,6 +264,60 @@ float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
     }
     return lane;
   });
+}
+
+void q6_k_x16_to_float(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ6_Kx16*>(src);
+  BlockQ6_K block;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    unarrange_q6_k_x16(blocks[b], &block);
+    q6_k_to_float(&block, dst + b * kQK_K, kQK_K);
+  }
+}
+
+void q6_k_x16_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ6_K, BlockQ6_Kx16, q6_k_from_float, arrange_q6_k_x16, kQK_K>(src, dst, n);
+}
+
+void q8_k_x16a_to_float(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ8_Kx16A*>(src);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    for (int e = 0; e < kQK_K; ++e) {
+      dst[b * kQK_K + e] = blocks[b].d * blocks[b].qs[64 * ((e % 16) / 4) + 4 * (e / 16) + e % 4];
+    }
+  }
+}
+
+void q8_k_x16a_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ8_K, BlockQ8_Kx16A, q8_k_from_float, arrange_q8_k_x16a, kQK_K>(src, dst, n);
+}
+
+// The AVX-512 kernel's steps: lane j of a block is sub-block j's exact dot product of the
+// re-centred quants (the biased sum plus the activation's bias[j]) times its scale
+// (|value| < 2^24, so the float conversion is exact), then acc[j] = fma(d_w * d_a,
+// float(lane), acc[j]) over the blocks and the lane tree of reduce_groups.
+float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  const auto* wb = static_cast<const BlockQ6_Kx16*>(w);
+  const auto* ab = static_cast<const BlockQ8_Kx16A*>(a);
+  float acc[kQK_K / 16] = {};
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float scale = fp16_to_fp32(wb[b].d) * ab[b].d;
+    for (int j = 0; j < kQK_K / 16; ++j) {
+      int32_t lane = ab[b].bias[j];
+      for (int k = 0; k < 4; ++k) {
+        for (int i = 0; i < 4; ++i) {
+          const int q = (wb[b].ql[64 * (k % 2) + 4 * j + i] >> (4 * (k / 2)) & 15) |
+                        ((wb[b].qh[4 * j + i] >> (2 * k)) & 3) << 4;
+          lane += q * ab[b].qs[64 * k + 4 * j + i];
+        }
+      }
+      acc[j] = std::fma(scale, static_cast<float>(lane * wb[b].scales[j]), acc[j]);
+    }
+  }
+  for (int width = kQK_K / 32; width >= 1; width /= 2) {
+    for (int i = 0; i < width; ++i) acc[i] += acc[i + width];
+  }
+  return acc[0];
 }
 
 }  // namespace ref

@@ -40,6 +40,12 @@ void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
 void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
+// Q6_K_X16 weights against Q8_K_X16A activations (kquant_x16_avx512.cpp); bit-identical to
+// ref::q6_k_x16_vec_dot.
+float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+
 // Q4_K and Q6_K weights against Q8_K activations (kquant_avx512.cpp); bit-identical to the
 // AVX2 kernels.
 float q4_k_vec_dot(int64_t n, const void* w, const void* a);

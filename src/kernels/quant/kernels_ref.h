@@ -37,6 +37,12 @@ void q8_0_x16_from_float(const float* src, void* dst, int64_t n);
 float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q8_0_x16a_to_float(const void* src, float* dst, int64_t n);
 void q8_0_x16a_from_float(const float* src, void* dst, int64_t n);
+// ... and Q6_K_X16 weights (256-element super-blocks) take Q8_K_X16A activations.
+void q6_k_x16_to_float(const void* src, float* dst, int64_t n);
+void q6_k_x16_from_float(const float* src, void* dst, int64_t n);
+float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q8_k_x16a_to_float(const void* src, float* dst, int64_t n);
+void q8_k_x16a_from_float(const float* src, void* dst, int64_t n);
 
 // 256-element super-blocks; dot products take Q8_K activations.
 void q8_k_to_float(const void* src, float* dst, int64_t n);

@@ -16,7 +16,7 @@
 namespace strata::kernels {
 namespace {
 
-constexpr size_t kMaxTypeId = 67;  // GGUF ids are small; the internal layouts are 64-66
+constexpr size_t kMaxTypeId = 69;  // GGUF ids are small; the internal layouts are 64-68
 using Table = std::array<TypeTraits, kMaxTypeId>;
 
 size_t index_of(DType t) {
@@ -59,6 +59,8 @@ Table build_reference() {
   check_block_size(DType::Q4_0_X16, sizeof(BlockQ4_0x16), kQKX16);
   check_block_size(DType::Q8_0_X16A, sizeof(BlockQ8_0x16A), kQKX16);
   check_block_size(DType::Q8_0_X16, sizeof(BlockQ8_0x16), kQKX16);
+  check_block_size(DType::Q6_K_X16, sizeof(BlockQ6_Kx16), kQK_K);
+  check_block_size(DType::Q8_K_X16A, sizeof(BlockQ8_Kx16A), kQK_K);
   Table t{};
   add(t, {DType::F32, ref::f32_to_float, ref::f32_from_float, DType::F32,
               ref::f32_vec_dot, gemm_by_vec_dot<ref::f32_vec_dot>});
@@ -80,6 +82,10 @@ Table build_reference() {
   add(t, {DType::Q8_0_X16, ref::q8_0_x16_to_float, ref::q8_0_x16_from_float, DType::Q8_0_X16A,
           ref::q8_0_x16_vec_dot, gemm_by_vec_dot<ref::q8_0_x16_vec_dot>});
   add(t, {DType::Q8_0_X16A, ref::q8_0_x16a_to_float, ref::q8_0_x16a_from_float, DType::Q8_0_X16A,
+          nullptr, nullptr});
+  add(t, {DType::Q6_K_X16, ref::q6_k_x16_to_float, ref::q6_k_x16_from_float, DType::Q8_K_X16A,
+          ref::q6_k_x16_vec_dot, gemm_by_vec_dot<ref::q6_k_x16_vec_dot>});
+  add(t, {DType::Q8_K_X16A, ref::q8_k_x16a_to_float, ref::q8_k_x16a_from_float, DType::Q8_K_X16A,
           nullptr, nullptr});
   return t;
 }
@@ -108,6 +114,8 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q4_0)].vec_dot = avx2::q4_0_vec_dot;
   t[index_of(DType::Q4_0)].gemm = avx2::q4_0_gemm;
   t[index_of(DType::Q8_K)].from_float = avx2::q8_k_from_float;
+  t[index_of(DType::Q8_K_X16A)].from_float =
+      x16_from_float<BlockQ8_K, BlockQ8_Kx16A, avx2::q8_k_from_float, arrange_q8_k_x16a, kQK_K>;
   t[index_of(DType::Q8_0_X16A)].from_float =
       x16_from_float<BlockQ8_0, BlockQ8_0x16A, avx2::q8_0_from_float, arrange_q8_0_x16a>;
   t[index_of(DType::Q4_0_X16)].vec_dot = avx2::q4_0_x16_vec_dot;
@@ -138,6 +146,8 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q4_K)].gemm = avx512::q4_k_gemm;
   t[index_of(DType::Q6_K)].vec_dot = avx512::q6_k_vec_dot;
   t[index_of(DType::Q6_K)].gemm = avx512::q6_k_gemm;
+  t[index_of(DType::Q6_K_X16)].vec_dot = avx512::q6_k_x16_vec_dot;
+  t[index_of(DType::Q6_K_X16)].gemm = avx512::q6_k_x16_gemm;
   return t;
 }
 
