@@ -18,21 +18,13 @@
 #include <immintrin.h>
 
 #include "core/prefetch.h"
+#include "kernels/quant/avx512_util.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
 #include "kernels/quant/token_tiles.h"
 
 namespace strata::kernels::avx512 {
 namespace {
-
-// Lane tree i + 8, + 4, + 2, + 1, as the reference.
-inline float hsum16(__m512 acc) {
-  const __m256 v = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-  return _mm_cvtss_f32(s);
-}
 
 // One group's weights: q[k] pairs with activation vector k (elements 4k..4k+3 of each block).
 struct GroupWeights {

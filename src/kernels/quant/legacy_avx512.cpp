@@ -21,6 +21,7 @@
 #include <immintrin.h>
 
 #include "core/prefetch.h"
+#include "kernels/quant/avx512_util.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
 
@@ -85,14 +86,9 @@ inline __m512i offset_correction(__m512i aq) {
   return _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, W::offset(), aq));
 }
 
-// AVX2's hsum of acc0 + acc1 (legacy_avx2.cpp / avx2_util.h): the same adds in the same order.
-inline float hsum_halves(__m512 acc) {
-  const __m256 v = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-  return _mm_cvtss_f32(s);
-}
+// AVX2's hsum of acc0 + acc1 (legacy_avx2.cpp / avx2_util.h): the same adds in the same
+// order, which is avx512_util.h's lane tree.
+inline float hsum_halves(__m512 acc) { return hsum16(acc); }
 
 // One tile of R weight rows x T tokens, one accumulator per output. The rows' weights are
 // unpacked once per block pair and used for all T tokens; each token's activations, their
