@@ -128,8 +128,8 @@ int parse_threads(int* argc, char** argv) {
 int main(int argc, char** argv) {
   const int threads = parse_threads(&argc, argv);
   g_pool = std::make_unique<strata::ThreadPool>(threads);
-  // *_X16: Q8_0, Q4_0 and Q6_K as models hold them after repacking (Q6_K on AVX-512 VNNI
-  // machines only).
+  // *_X16: Q8_0, Q4_0 and Q6_K as models hold them after repacking on AVX2 and AVX-512
+  // VNNI machines.
   const DType types[] = {DType::F32,  DType::F16,      DType::BF16, DType::Q8_0, DType::Q8_0_X16, DType::Q4_0,
                          DType::Q4_0_X16, DType::Q4_K, DType::Q6_K, DType::Q6_K_X16};
   const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};

@@ -44,7 +44,7 @@ struct EngineFlags {
                  "map the model file instead of reading it into huge-page memory "
                  "(less resident memory, slower decode)");
     cmd.add_flag("--no-repack", no_repack,
-                 "keep weights in the file's block layout instead of repacking Q4_0/Q8_0 (and Q6_K) for the "
+                 "keep weights in the file's block layout instead of repacking Q4_0/Q8_0/Q6_K for the "
                  "AVX2/AVX-512 kernels at load (slower decode and prefill; same results up to float rounding)");
     cmd.add_flag("--no-fused-attention", no_fused_attention,
                  "run RoPE and the K/V cache writes on one thread before attention, instead of split by "

@@ -113,8 +113,8 @@ struct BlockQ8_0x16A {
 //                     c); high nibble: those of element 16j + 4(c + 2) + i (vector c + 2)
 //   qh[4j + i]        bits 2k and 2k + 1: the high 2 bits of element 16j + 4k + i
 //   scales, d         as in Q6_K (quants biased by 32, value = d * scales[j] * (q - 32))
-// The same 210 bytes as the Q6_K block it replaces; an AVX-512 kernel unpacks a vector in
-// 3-4 instructions and needs no per-block horizontal sum (kquant_x16_avx512.cpp).
+// The same 210 bytes as the Q6_K block it replaces; the kernels unpack a vector in 3-4
+// instructions (AVX-512) and need no per-block horizontal sum (kquant_x16_*.cpp).
 struct BlockQ6_Kx16 {
   uint8_t ql[kQK_K / 2];
   uint8_t qh[kQK_K / 4];

@@ -13,8 +13,7 @@ namespace strata::kernels {
 // The layout a weight matrix of `type` with rows of `cols` elements is best repacked into
 // on this CPU, or `type` itself when no repacking pays: Q4_0 -> Q4_0_X16 and Q8_0 ->
 // Q8_0_X16 where cpu_kernel_isa() has AVX2 (or AVX-512 VNNI) and cols is a multiple of
-// kQKX16; Q6_K -> Q6_K_X16 with AVX-512 VNNI (the AVX2 level keeps the file layout's
-// kernel, which has no horizontal sums to save there).
+// kQKX16; Q6_K -> Q6_K_X16 at the same levels.
 DType repacked_weight_type(DType type, int64_t cols);
 
 // Rewrites `rows` rows of `cols` elements from `from` to repacked_weight_type(from, cols)

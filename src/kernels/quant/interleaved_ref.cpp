@@ -23,7 +23,7 @@ namespace strata::kernels {
 
 DType repacked_weight_type(DType type, int64_t cols) {
   if (type == DType::Q6_K) {
-    const bool ok = cols > 0 && cols % kQK_K == 0 && cpu_kernel_isa() >= KernelIsa::avx512_vnni;
+    const bool ok = cols > 0 && cols % kQK_K == 0 && cpu_kernel_isa() >= KernelIsa::avx2;
     return ok ? DType::Q6_K_X16 : type;
   }
   if (cols <= 0 || cols % kQKX16 != 0 || cpu_kernel_isa() < KernelIsa::avx2) return type;

@@ -126,6 +126,8 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q4_K)].gemm = avx2::q4_k_gemm;
   t[index_of(DType::Q6_K)].vec_dot = avx2::q6_k_vec_dot;
   t[index_of(DType::Q6_K)].gemm = avx2::q6_k_gemm;
+  t[index_of(DType::Q6_K_X16)].vec_dot = avx2::q6_k_x16_vec_dot;
+  t[index_of(DType::Q6_K_X16)].gemm = avx2::q6_k_x16_gemm;
   if (isa < KernelIsa::avx512_vnni) return t;
   t[index_of(DType::Q8_0_X16A)].from_float = avx512::q8_0_x16a_from_float;
   t[index_of(DType::F32)].vec_dot = avx512::f32_vec_dot;
