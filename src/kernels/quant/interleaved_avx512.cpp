@@ -104,28 +104,20 @@ void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride,
   for (int t = 0; t < T; ++t) y[t * ldy] = hsum16(acc[t]);
 }
 
-template <class W, int T, bool kPageKick>
-void gemm_rows(int64_t ng, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a,
-               int64_t a_stride, float* y, int64_t ldy) {
-  for (int64_t r = 0; r < nr; ++r) gemm_tile<W, T, kPageKick>(ng, w + r * w_stride, a, a_stride, y + r, ldy);
-}
+// The row kernel for gemm_rows_by_token_tiles (token_tiles.h).
+template <class W>
+struct Rows {
+  template <int T, bool kPageKick>
+  static void tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+    gemm_tile<W, T, kPageKick>(ng, w, a, a_stride, y, ldy);
+  }
+};
 
 template <class W>
 float vec_dot(int64_t n, const void* w, const void* a) {
   float y = 0.0f;
   gemm_tile<W, 1, false>(n / kQKX16, static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(a), 0, &y, 0);
   return y;
-}
-
-template <class W, bool kPageKick>
-void gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride,
-          int64_t nt, float* y, int64_t ldy) {
-  const int64_t ng = n / kQKX16;
-  const auto* wp = static_cast<const uint8_t*>(w);
-  const auto* ap = static_cast<const uint8_t*>(a);
-  for_token_tiles(nt, [&]<int T>(int64_t t) {
-    gemm_rows<W, T, kPageKick>(ng, wp, w_stride, nr, ap + t * a_stride, a_stride, y + t * ldy, ldy);
-  });
 }
 
 }  // namespace
@@ -193,14 +185,14 @@ float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) { return vec_dot
 
 void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  if (page_prefetch_enabled()) return gemm<Q4x16, true>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
-  gemm<Q4x16, false>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  if (page_prefetch_enabled()) return gemm_rows_by_token_tiles<Rows<Q4x16>, true>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_rows_by_token_tiles<Rows<Q4x16>, false>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  if (page_prefetch_enabled()) return gemm<Q8x16, true>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
-  gemm<Q8x16, false>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  if (page_prefetch_enabled()) return gemm_rows_by_token_tiles<Rows<Q8x16>, true>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_rows_by_token_tiles<Rows<Q8x16>, false>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 }  // namespace strata::kernels::avx512

@@ -70,24 +70,13 @@ void gemm_tile(int64_t nb, const BlockQ6_Kx16* w, const uint8_t* a, int64_t a_st
   for (int t = 0; t < T; ++t) y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));  // i + 8, then hsum's tree
 }
 
-template <int T, bool kPageKick>
-void gemm_rows(int64_t nb, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a, int64_t a_stride,
-               float* y, int64_t ldy) {
-  for (int64_t r = 0; r < nr; ++r) {
-    gemm_tile<T, kPageKick>(nb, reinterpret_cast<const BlockQ6_Kx16*>(w + r * w_stride), a, a_stride, y + r, ldy);
+// The row kernel for gemm_rows_by_token_tiles (token_tiles.h).
+struct Rows {
+  template <int T, bool kPageKick>
+  static void tile(int64_t nb, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+    gemm_tile<T, kPageKick>(nb, reinterpret_cast<const BlockQ6_Kx16*>(w), a, a_stride, y, ldy);
   }
-}
-
-template <bool kPageKick>
-void gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride, int64_t nt,
-          float* y, int64_t ldy) {
-  const int64_t nb = n / kQK_K;
-  const auto* wp = static_cast<const uint8_t*>(w);
-  const auto* ap = static_cast<const uint8_t*>(a);
-  for_token_tiles(nt, [&]<int T>(int64_t t) {
-    gemm_rows<T, kPageKick>(nb, wp, w_stride, nr, ap + t * a_stride, a_stride, y + t * ldy, ldy);
-  });
-}
+};
 
 }  // namespace
 
@@ -99,8 +88,8 @@ float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
 
 void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride,
                    int64_t nt, float* y, int64_t ldy) {
-  if (page_prefetch_enabled()) return gemm<true>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
-  gemm<false>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  if (page_prefetch_enabled()) return gemm_rows_by_token_tiles<Rows, true>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_rows_by_token_tiles<Rows, false>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 }  // namespace strata::kernels::avx2

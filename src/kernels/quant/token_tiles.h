@@ -1,7 +1,7 @@
 // The token loop of the tiled gemm kernels: tiles of 4 tokens, so a tile's activation
 // rows stay in L1 while the weight rows (a panel the caller sized for L2) stream past,
-// then one tile of the 1-3 tokens left. Included by kernel files of different
-// instruction sets, so it has internal linkage.
+// then one tile of the 1-3 tokens left; and the gemm that runs a row kernel over them.
+// Included by kernel files of different instruction sets, so it has internal linkage.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,22 @@ inline void for_token_tiles(int64_t n_tokens, Fn&& fn) {
     case 1: fn.template operator()<1>(t); break;
     default: break;
   }
+}
+
+// The gemm of a row-tiled kernel: for each tile of T tokens, every row of the panel,
+// each by Kernel::tile<T, kPageKick>(n_blocks, weight row, activations of the tile,
+// a_stride, y of the row and tile, ldy).
+template <class Kernel, bool kPageKick>
+inline void gemm_rows_by_token_tiles(int64_t n_blocks, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                                     int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  for_token_tiles(nt, [&]<int T>(int64_t t) {
+    for (int64_t r = 0; r < nr; ++r) {
+      Kernel::template tile<T, kPageKick>(n_blocks, wp + r * w_stride, ap + t * a_stride, a_stride, y + t * ldy + r,
+                                          ldy);
+    }
+  });
 }
 
 }  // namespace
