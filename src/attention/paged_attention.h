@@ -26,13 +26,12 @@ class AttentionScratch {
  public:
   void reserve(int n_threads, const AttentionShape& shape, int64_t block_size);
   float* thread_buffer(int tid) { return buffer_.data() + static_cast<size_t>(tid) * per_thread_; }
-  // The first batch token of each query group of a call (reused, so it allocates only
-  // until it has grown to the largest batch).
-  const std::vector<int32_t>& group_starts() const { return group_starts_; }
-  // Splits the batch's tokens into query groups (group_starts): up to kQueryTile
-  // consecutive tokens of one sequence at consecutive positions (a prefill chunk) share
-  // a pass over the K/V tiles. Grows the list only until it has the largest batch's size.
+  // Splits the batch's tokens into query groups: up to kQueryTile consecutive tokens of
+  // one sequence at consecutive positions (a prefill chunk) share a pass over the K/V
+  // tiles. group_starts() is the first batch token of each group, then n_tokens; the list
+  // is reused, so it allocates only until it has grown to the largest batch.
   void plan_groups(const ForwardBatch& batch);
+  const std::vector<int32_t>& group_starts() const { return group_starts_; }
 
  private:
   std::vector<float> buffer_;

@@ -162,6 +162,7 @@ std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, Thr
   const auto R = static_cast<int64_t>(b.logit_rows.size());
   reserve(T, R, pool.size(), cache.config().block_size);
   compute_rope_tables(b);
+  attention_scratch_.plan_groups(b);  // the same for every layer (attention_by_head)
   forward_span.arg("n_tokens", T).arg("n_seqs", static_cast<int64_t>(b.seqs.size())).arg("n_logits", R);
   TraceSpan span(tracer_, "embedding", kTraceForward);
 
@@ -236,7 +237,6 @@ void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cac
     const auto& seq = b.seqs[static_cast<size_t>(b.seq_index[static_cast<size_t>(t)])];
     kv_slots_[static_cast<size_t>(t)] = resolve_kv_slot(cache, layer, seq, b.positions[static_cast<size_t>(t)]);
   }
-  attention_scratch_.plan_groups(b);
   const AttentionPass pass(cache, layer, b, shape, q_.data(), att_.data(), pool.size(), attention_scratch_);
   const bool dense = cache.config().modes.n_streaming_in_layer(layer) == 0;
   const bool own_heads = T == 1 && dense && c.n_kv_heads % pool.size() == 0;

@@ -130,36 +130,24 @@ struct Rows {
   }
 };
 
-template <class W>
-float vec_dot(int64_t n, const void* w, const void* a) {
-  float y = 0.0f;
-  gemm_tile<W, 1, false>(n / kQKX16, static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(a),
-                         0, &y, 0);
-  return y;
-}
-
 }  // namespace
 
 float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot<Q4x16>(n, w, a);
+  return vec_dot_by_row_tile<Rows<Q4x16>>(n / kQKX16, w, a);
 }
 
 float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot<Q8x16>(n, w, a);
+  return vec_dot_by_row_tile<Rows<Q8x16>>(n / kQKX16, w, a);
 }
 
 void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  if (page_prefetch_enabled())
-    return gemm_rows_by_token_tiles<Rows<Q4x16>, true>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
-  gemm_rows_by_token_tiles<Rows<Q4x16>, false>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_by_row_tiles<Rows<Q4x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  if (page_prefetch_enabled())
-    return gemm_rows_by_token_tiles<Rows<Q8x16>, true>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
-  gemm_rows_by_token_tiles<Rows<Q8x16>, false>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_by_row_tiles<Rows<Q8x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 }  // namespace strata::kernels::avx2

@@ -84,15 +84,12 @@ struct Rows {
 }  // namespace
 
 float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  float y = 0.0f;
-  gemm_tile<1, false>(n / kQK_K, static_cast<const BlockQ6_Kx16*>(w), static_cast<const uint8_t*>(a), 0, &y, 0);
-  return y;
+  return vec_dot_by_row_tile<Rows>(n / kQK_K, w, a);
 }
 
 void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride,
                    int64_t nt, float* y, int64_t ldy) {
-  if (page_prefetch_enabled()) return gemm_rows_by_token_tiles<Rows, true>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
-  gemm_rows_by_token_tiles<Rows, false>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_by_row_tiles<Rows>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 }  // namespace strata::kernels::avx512

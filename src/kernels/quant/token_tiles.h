@@ -1,10 +1,13 @@
 // The token loop of the tiled gemm kernels: tiles of 4 tokens, so a tile's activation
 // rows stay in L1 while the weight rows (a panel the caller sized for L2) stream past,
-// then one tile of the 1-3 tokens left; and the gemm that runs a row kernel over them.
+// then one tile of the 1-3 tokens left; and the gemm and vec_dot entry points of a row
+// kernel built on them.
 // Included by kernel files of different instruction sets, so it has internal linkage.
 #pragma once
 
 #include <cstdint>
+
+#include "core/prefetch.h"
 
 namespace strata::kernels {
 namespace {
@@ -36,6 +39,24 @@ inline void gemm_rows_by_token_tiles(int64_t n_blocks, const void* w, int64_t w_
                                           ldy);
     }
   });
+}
+
+// A row kernel's gemm entry point: the page kick on or off as page_prefetch_enabled() says.
+template <class Kernel>
+inline void gemm_by_row_tiles(int64_t n_blocks, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                              int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  if (page_prefetch_enabled()) {
+    return gemm_rows_by_token_tiles<Kernel, true>(n_blocks, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  }
+  gemm_rows_by_token_tiles<Kernel, false>(n_blocks, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+
+// A row kernel's vec_dot: one row, one token, no page kick.
+template <class Kernel>
+inline float vec_dot_by_row_tile(int64_t n_blocks, const void* w, const void* a) {
+  float y = 0.0f;
+  Kernel::template tile<1, false>(n_blocks, static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(a), 0, &y, 0);
+  return y;
 }
 
 }  // namespace
