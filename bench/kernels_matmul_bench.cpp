@@ -6,6 +6,7 @@
 // `flops` = 2 * rows * cols * tokens as a rate (GFLOP/s, what bounds prefill).
 // Usage: kernels_matmul_bench [--threads=N] [google benchmark flags], for example
 //   --benchmark_filter='matmul/q4_0/.*/tokens:(1|512)/'
+// convert/... times the activation conversion a matmul does first (one row).
 // matmul_dram/... repeats the decode case with the weights coming from DRAM, as in a model.
 // (N defaults to ThreadPool::default_threads(); set STRATA_NO_AVX2=1 for scalar kernels).
 #include <benchmark/benchmark.h>
@@ -108,6 +109,21 @@ void bm_matmul(benchmark::State& state, DType t, int64_t rows, int64_t cols, int
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One activation row converted to a kernel's input type (a decode matmul's serial step:
+// the row is converted once, on one thread, before the weights stream).
+void bm_convert(benchmark::State& state, DType t, int64_t cols) {
+  std::vector<float> x(static_cast<size_t>(cols));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 29) * 0.07f - 0.9f;
+  std::vector<uint8_t> out(static_cast<size_t>(strata::kernels::row_bytes(t, cols)));
+  const auto convert = strata::kernels::type_traits(t).from_float;
+  for (auto _ : state) {
+    convert(x.data(), out.data(), cols);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["elements"] = benchmark::Counter(static_cast<double>(cols), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 int parse_threads(int* argc, char** argv) {
   int threads = strata::ThreadPool::default_threads();
   int out = 1;
@@ -154,6 +170,12 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, shape[0], shape[1], 1, true)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  for (DType t : {DType::Q8_0, DType::Q8_K, DType::Q8_0_X16A, DType::Q8_K_X16A}) {
+    for (int64_t cols : {2048, 5632}) {
+      const std::string name = "convert/" + std::string(strata::dtype_name(t)) + "/cols:" + std::to_string(cols);
+      benchmark::RegisterBenchmark(name.c_str(), bm_convert, t, cols)->Unit(benchmark::kNanosecond);
     }
   }
   benchmark::Initialize(&argc, argv);

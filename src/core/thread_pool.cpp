@@ -104,11 +104,11 @@ void ThreadPool::team_barrier() {
   }
 }
 
-bool ThreadPool::steal(int tid, int64_t step) {
+bool ThreadPool::steal(int tid) {
   for (;;) {
     int victim = -1;
     uint64_t seen = 0;
-    int64_t most = step;  // only ranges with more than one claim left are split
+    int64_t most = 1;  // only ranges of two items or more are split
     for (int t = 0; t < n_threads_; ++t) {
       if (t == tid) continue;
       const uint64_t w = ranges_[static_cast<size_t>(t)].word.load(std::memory_order_relaxed);

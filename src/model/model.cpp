@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/prefetch.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/quant/traits.h"
@@ -15,6 +16,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   const bool mapped = options.memory == WeightMemory::mmap;
   auto model = from_file(mapped ? gguf::GgufFile::open(path) : gguf::GgufFile::read(path), options.repack_weights);
   model->set_fused_attention(options.fused_attention);
+  model->set_fused_matmul_steps(options.fused_matmul_steps);
   return model;
 }
 
@@ -150,8 +152,8 @@ void Model::compute_rope_tables(const ForwardBatch& b) {
 }
 
 void Model::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
-                   ThreadPool& pool) {
-  kernels::matmul(w.type, w.data, w.rows, w.cols, x, n_tokens, y, pool, matmul_scratch_);
+                   ThreadPool& pool, const kernels::MatmulHooks& hooks) {
+  kernels::matmul(w.type, w.data, w.rows, w.cols, x, n_tokens, y, pool, matmul_scratch_, hooks);
 }
 
 std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, ThreadPool& pool) {
@@ -244,6 +246,7 @@ void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cac
   std::atomic<int64_t> next_item{0};
   pool.run([&](int tid, int nt) {
     const int64_t g0 = c.n_kv_heads * tid / nt, g1 = c.n_kv_heads * (tid + 1) / nt;
+    if (own_heads) prefetch_decode_tiles(cache, layer, b, g0, g1);
     for (int64_t t = 0; t < T; ++t) position_heads(L, t, g0, g1);
     if (tid == 0) span.next("write_kv");
     for (int64_t t = 0; t < T; ++t) {
@@ -260,22 +263,57 @@ void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cac
   });
 }
 
+// Blocks of a KV head prefetched at the start of a decode step's attention job: the
+// first fold segment (attention::TileKernels::fold_blocks).
+constexpr int64_t kDecodePrefetchBlocks = 4;
+
+// Decode attention reads a KV head's tiles from memory: the weights streamed since the
+// last token evicted them, and attention's own prefetch covers each segment's next one,
+// not the first. Prefetched here, at the start of the job, the first segment's tiles
+// (and the tiles the new token is written to) arrive while RoPE and the K/V writes run.
+void Model::prefetch_decode_tiles(const KvCache& cache, int64_t layer, const ForwardBatch& b, int64_t g0,
+                                  int64_t g1) const {
+  const auto& seq = b.seqs[static_cast<size_t>(b.seq_index[0])];
+  const int64_t bs = cache.config().block_size;
+  const int64_t n_blocks = b.positions[0] / bs + 1;
+  const int64_t first = std::min<int64_t>(n_blocks, kDecodePrefetchBlocks);
+  const size_t tile_bytes = static_cast<size_t>(bs * config_.head_dim) * cache.element_size();
+  auto tile = [&](int64_t bi, int64_t g) {
+    const int32_t block = seq.block_table[static_cast<size_t>(bi)];
+    for (size_t off = 0; off < tile_bytes; off += 64) {
+      prefetch_l1(cache.k_tile(layer, block, g) + off);
+      prefetch_l1(cache.v_tile(layer, block, g) + off);
+    }
+  };
+  for (int64_t g = g0; g < g1; ++g) {
+    for (int64_t bi = 0; bi < first; ++bi) tile(bi, g);
+    if (n_blocks > first) tile(n_blocks - 1, g);
+  }
+}
+
 void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache,
                             ThreadPool& pool) {
   const auto& c = config_;
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
   const int64_t T = b.n_tokens();
 
-  TraceSpan span(tracer_, "attn_norm", kTraceForward);
-  for (int64_t t = 0; t < T; ++t) {
-    kernels::rmsnorm(x_.data() + t * c.dim, L.attn_norm.data(), xb_.data() + t * c.dim, c.dim,
-                     c.rms_eps);
+  TraceSpan span(tracer_, fused_matmul_steps_ ? "qkv_matmul" : "attn_norm", kTraceForward);
+  auto norm = [&] {
+    for (int64_t t = 0; t < T; ++t) {
+      kernels::rmsnorm(x_.data() + t * c.dim, L.attn_norm.data(), xb_.data() + t * c.dim, c.dim, c.rms_eps);
+    }
+  };
+  kernels::MatmulHooks qkv_hooks = step_hooks();
+  if (fused_matmul_steps_) {
+    kernels::set_prepare(qkv_hooks, norm);
+  } else {
+    norm();
+    span.next("qkv_matmul");
   }
-  span.next("qkv_matmul");
   const kernels::MatmulJob qkv[] = {{L.wq.type, L.wq.data, L.wq.rows, q_.data()},
                                      {L.wk.type, L.wk.data, L.wk.rows, k_.data()},
                                      {L.wv.type, L.wv.data, L.wv.rows, v_.data()}};
-  kernels::matmul_shared_input(qkv, c.dim, xb_.data(), T, pool, matmul_scratch_);
+  kernels::matmul_shared_input(qkv, c.dim, xb_.data(), T, pool, matmul_scratch_, qkv_hooks);
 
   span.next("rope");
   const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim,
@@ -291,35 +329,59 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
   }
 
   span.next("out_matmul");
-  matmul(L.wo, att_.data(), T, xb_.data(), pool);
+  matmul(L.wo, att_.data(), T, xb_.data(), pool, step_hooks());
   span.end();
   for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
+}
+
+// With fused matmul steps, a one-token matmul prepares and converts its input inside its
+// pool job (kernels::MatmulHooks::overlap); the prepare steps are set by the callers.
+kernels::MatmulHooks Model::step_hooks() const {
+  kernels::MatmulHooks h;
+  h.overlap = fused_matmul_steps_;
+  return h;
 }
 
 void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
   const auto& c = config_;
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
-  TraceSpan span(tracer_, "ffn_norm", kTraceForward);
-  for (int64_t t = 0; t < T; ++t) {
-    kernels::rmsnorm(x_.data() + t * c.dim, L.ffn_norm.data(), xb_.data() + t * c.dim, c.dim,
-                     c.rms_eps);
+  TraceSpan span(tracer_, fused_matmul_steps_ ? "gate_up_matmul" : "ffn_norm", kTraceForward);
+  auto norm = [&] {
+    for (int64_t t = 0; t < T; ++t) {
+      kernels::rmsnorm(x_.data() + t * c.dim, L.ffn_norm.data(), xb_.data() + t * c.dim, c.dim, c.rms_eps);
+    }
+  };
+  kernels::MatmulHooks gate_up_hooks = step_hooks();
+  if (fused_matmul_steps_) {
+    kernels::set_prepare(gate_up_hooks, norm);
+  } else {
+    norm();
+    span.next("gate_up_matmul");
   }
-  span.next("gate_up_matmul");
   const kernels::MatmulJob gate_up[] = {{L.w_gate.type, L.w_gate.data, L.w_gate.rows, gate_.data()},
                                          {L.w_up.type, L.w_up.data, L.w_up.rows, up_.data()}};
-  kernels::matmul_shared_input(gate_up, c.dim, xb_.data(), T, pool, matmul_scratch_);
-  span.next("swiglu");
+  kernels::matmul_shared_input(gate_up, c.dim, xb_.data(), T, pool, matmul_scratch_, gate_up_hooks);
   // Elementwise, so splitting it across threads cannot change a value. Prefill spends
-  // seconds here for long prompts (512 x 5632 expf per layer at llama-1b).
-  if (T > 1) {
-    pool.parallel_for(T, [&](int64_t t0, int64_t t1) {
-      kernels::swiglu(gate_.data() + t0 * c.ffn_dim, up_.data() + t0 * c.ffn_dim, (t1 - t0) * c.ffn_dim);
-    });
+  // seconds here for long prompts (512 x 5632 expf per layer at llama-1b). With fused
+  // matmul steps, decode runs it as the down projection's prepare step.
+  auto swiglu = [&] {
+    if (T > 1) {
+      pool.parallel_for(T, [&](int64_t t0, int64_t t1) {
+        kernels::swiglu(gate_.data() + t0 * c.ffn_dim, up_.data() + t0 * c.ffn_dim, (t1 - t0) * c.ffn_dim);
+      });
+    } else {
+      kernels::swiglu(gate_.data(), up_.data(), c.ffn_dim);
+    }
+  };
+  kernels::MatmulHooks down_hooks = step_hooks();
+  if (fused_matmul_steps_ && T == 1) {
+    kernels::set_prepare(down_hooks, swiglu);
   } else {
-    kernels::swiglu(gate_.data(), up_.data(), c.ffn_dim);
+    span.next("swiglu");
+    swiglu();
   }
   span.next("down_matmul");
-  matmul(L.w_down, gate_.data(), T, xb_.data(), pool);
+  matmul(L.w_down, gate_.data(), T, xb_.data(), pool, down_hooks);
   span.end();
   for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
 }

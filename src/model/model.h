@@ -11,6 +11,7 @@
 #include "attention/paged_attention.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
+#include "kernels/cpu/matmul.h"
 #include "kv/kv_cache.h"
 #include "model/config.h"
 #include "model/forward_batch.h"
@@ -36,6 +37,11 @@ class Model {
     // RoPE, the K/V writes and attention of a layer in one pool job, split by KV head
     // (Model::attention_by_head). Same results; `--no-fused-attention` turns it off.
     bool fused_attention = true;
+    // A one-token matmul's input steps (RMSNorm or SwiGLU, then the conversion to the
+    // kernel's type) inside its pool job, on one thread, while the others wake up and
+    // prefetch their first weights (kernels::MatmulHooks). Same results;
+    // `--no-fused-matmul-steps` turns it off.
+    bool fused_matmul_steps = true;
   };
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& options);
   static std::unique_ptr<Model> load(const std::string& path, WeightMemory memory = WeightMemory::huge_pages) {
@@ -48,6 +54,9 @@ class Model {
   // LoadOptions::fused_attention, switchable at run time (tests compare both ways).
   void set_fused_attention(bool on) { fused_attention_ = on; }
   bool fused_attention() const { return fused_attention_; }
+  // LoadOptions::fused_matmul_steps, switchable at run time.
+  void set_fused_matmul_steps(bool on) { fused_matmul_steps_ = on; }
+  bool fused_matmul_steps() const { return fused_matmul_steps_; }
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
@@ -80,11 +89,14 @@ class Model {
   // Bias, Q/K norms and RoPE, in place, of token t's query heads that share KV heads
   // [g0, g1) and of those KV heads (per head, so threads may take disjoint head ranges).
   void position_heads(const LayerWeights& L, int64_t t, int64_t g0, int64_t g1);
+  void prefetch_decode_tiles(const KvCache& cache, int64_t layer, const ForwardBatch& b, int64_t g0, int64_t g1) const;
   void attention_by_head(int64_t layer, const ForwardBatch& batch, KvCache& cache, ThreadPool& pool,
                          const AttentionShape& shape, TraceSpan& span);
   void attention_block(int64_t layer, const ForwardBatch& batch, KvCache& cache, ThreadPool& pool);
   void ffn_block(int64_t layer, int64_t n_tokens, ThreadPool& pool);
-  void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+  void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+              const kernels::MatmulHooks& hooks = {});
+  kernels::MatmulHooks step_hooks() const;
 
   gguf::GgufFile file_;
   ModelConfig config_;
@@ -110,6 +122,7 @@ class Model {
   AttentionScratch attention_scratch_;
   std::vector<KvSlot> kv_slots_;  // (T) where each token's K/V go in the current layer
   bool fused_attention_ = true;
+  bool fused_matmul_steps_ = true;
 };
 
 }  // namespace strata

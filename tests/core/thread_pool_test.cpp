@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -53,6 +55,59 @@ TEST(ThreadPool, StealingParallelForCoversTheRangeOnce) {
       }
     }
   }
+}
+
+// The start hook sees each thread's initial range (contiguous, in thread order, covering
+// [0, n)) once, before that thread's first claim.
+TEST(ThreadPool, StealingStartHookSeesEachInitialRangeFirst) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    const int64_t n = 1000;
+    std::vector<int64_t> begins(static_cast<size_t>(threads), -1), ends(static_cast<size_t>(threads), -1);
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    std::atomic<int> claims_before_start{0};
+    std::mutex m;
+    std::map<std::thread::id, int> started;
+    pool.parallel_for_stealing(
+        n, 16,
+        [&](int tid, int64_t b, int64_t e) {
+          std::lock_guard<std::mutex> lock(m);
+          begins[static_cast<size_t>(tid)] = b;
+          ends[static_cast<size_t>(tid)] = e;
+          ++started[std::this_thread::get_id()];
+        },
+        [&](int64_t b, int64_t e) {
+          {
+            std::lock_guard<std::mutex> lock(m);
+            if (started.count(std::this_thread::get_id()) == 0) claims_before_start.fetch_add(1);
+          }
+          for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+        });
+    EXPECT_EQ(claims_before_start.load(), 0);
+    EXPECT_EQ(started.size(), static_cast<size_t>(threads));
+    for (const auto& [id, count] : started) EXPECT_EQ(count, 1);
+    for (int t = 0; t < threads; ++t) {
+      EXPECT_EQ(begins[static_cast<size_t>(t)], n * t / threads);
+      EXPECT_EQ(ends[static_cast<size_t>(t)], n * (t + 1) / threads);
+    }
+    for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  }
+}
+
+// Claims keep their size while 4 or more are left in the range, then shrink to a quarter
+// of what is left, down to one item (one thread: nothing is stolen, so the calls show it).
+TEST(ThreadPool, StealingClaimsShrinkAtTheEndOfARange) {
+  ThreadPool pool(1);
+  std::vector<int64_t> sizes;
+  pool.parallel_for_stealing(1000, 100, [&](int64_t b, int64_t e) { sizes.push_back(e - b); });
+  ASSERT_GE(sizes.size(), 8u);
+  for (size_t i = 0; i < 7; ++i) EXPECT_EQ(sizes[i], 100) << i;  // 1000 .. 400 left
+  for (size_t i = 1; i < sizes.size(); ++i) EXPECT_LE(sizes[i], sizes[i - 1]) << i;
+  EXPECT_EQ(sizes[7], 75);  // a quarter of 300
+  EXPECT_EQ(sizes.back(), 1);
+  int64_t total = 0;
+  for (int64_t s : sizes) total += s;
+  EXPECT_EQ(total, 1000);
 }
 
 // A thread that is held up leaves its range to the others: while the thread that claimed

@@ -138,6 +138,54 @@ TEST(Matmul, SharedInputMatchesSeparateCalls) {
   }
 }
 
+// The prepare hook runs exactly once, before the input is read, on the calling thread or
+// inside the pool job (overlap, one token on several threads), and the outputs are those
+// of preparing the input first.
+TEST(Matmul, PrepareHookRunsOnceBeforeTheInputIsRead) {
+  const int64_t cols = 1024;
+  Rng rng(91);
+  std::vector<std::pair<DType, std::vector<uint8_t>>> ms;
+  for (DType t : {DType::Q4_0, DType::Q8_0, DType::F16}) {
+    std::vector<uint8_t> w = test::random_weights(t, 45, cols, rng);
+    const DType x16 = repacked_weight_type(t, cols);
+    if (x16 != t) repack_weight_rows(t, x16, w.data(), 45, cols);
+    ms.emplace_back(x16, std::move(w));
+  }
+  ThreadPool one(1), two(2), three(3);
+  for (const int64_t n_tokens : {1, 3}) {
+    const std::vector<float> source = test::normal_floats(rng, n_tokens * cols);
+    for (ThreadPool* pool : {&one, &two, &three}) {
+      for (const bool overlap : {true, false}) {
+        std::vector<uint8_t> scratch;
+        std::vector<std::vector<float>> expected, got;
+        std::vector<MatmulJob> jobs;
+        for (auto& [t, w] : ms) {
+          expected.emplace_back(static_cast<size_t>(45 * n_tokens));
+          got.emplace_back(static_cast<size_t>(45 * n_tokens), -1.0f);
+          matmul(t, w.data(), 45, cols, source.data(), n_tokens, expected.back().data(), *pool, scratch);
+        }
+        for (size_t i = 0; i < ms.size(); ++i) jobs.push_back({ms[i].first, ms[i].second.data(), 45, got[i].data()});
+        std::vector<float> x(source.size(), std::nanf(""));  // written only by prepare
+        int calls = 0;
+        auto prepare = [&] {
+          ++calls;
+          x = source;
+        };
+        MatmulHooks hooks;
+        hooks.overlap = overlap;
+        set_prepare(hooks, prepare);
+        std::vector<uint8_t> fresh_scratch;  // holds nothing of the calls above
+        matmul_shared_input(jobs, cols, x.data(), n_tokens, *pool, fresh_scratch, hooks);
+        EXPECT_EQ(calls, 1);
+        for (size_t i = 0; i < ms.size(); ++i) {
+          EXPECT_EQ(expected[i], got[i]) << "matrix " << i << ", " << n_tokens << " tokens, " << pool->size()
+                                         << " threads, overlap " << overlap;
+        }
+      }
+    }
+  }
+}
+
 // Every output of the tiled gemm path must be bit-identical to the type's vec_dot on the
 // same converted activation row, for batch sizes that hit every tile shape and edge, row
 // counts that are not multiples of the tile height, and 1-3 threads.

@@ -11,6 +11,26 @@
 
 namespace strata::kernels {
 
+// Optional work of a matmul besides its rows. Results are those of doing it separately.
+struct MatmulHooks {
+  // prepare(prepare_ctx) writes x (say, the RMSNorm of the residual stream). It runs once,
+  // on the calling thread, before x is read; with `overlap`, a one-token matmul runs it
+  // and the conversion inside its pool job while the other threads prefetch the start of
+  // their weights. It must not throw.
+  void (*prepare)(void* ctx) = nullptr;
+  void* prepare_ctx = nullptr;
+  // One-token matmuls on several threads convert the input inside the pool job (above);
+  // false converts it first, while the other threads wait.
+  bool overlap = true;
+};
+
+// The prepare hook from a callable fn(), which must outlive the matmul.
+template <class Prepare>
+void set_prepare(MatmulHooks& h, Prepare& fn) {
+  h.prepare = [](void* ctx) { (*static_cast<Prepare*>(ctx))(); };
+  h.prepare_ctx = &fn;
+}
+
 // y[t*rows + r] = dot(W row r, x row t) for t in [0,n_tokens), r in [0,rows).
 // W: `rows` rows of `cols` elements of type `wtype`, each row stored contiguously
 //    (row_bytes(wtype, cols) bytes), aligned to its block struct (2 bytes; 4 for F32).
@@ -24,7 +44,8 @@ namespace strata::kernels {
 // to vec_dot(W row r, x row t), so results do not depend on n_tokens, on the other tokens
 // of the batch or on the number of threads. Throws strata::Error on unsupported types or invalid shapes.
 void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float* x,
-            int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch);
+            int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch,
+            const MatmulHooks& hooks = {});
 
 // One weight matrix of a matmul_shared_input call, with its output (n_tokens x rows).
 struct MatmulJob {
@@ -39,6 +60,7 @@ struct MatmulJob {
 // across the pool in one dispatch, instead of one conversion and one dispatch (with a wait
 // for the slowest thread) per matrix. Outputs are bit-identical to separate matmul() calls.
 void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const float* x,
-                         int64_t n_tokens, ThreadPool& pool, std::vector<uint8_t>& scratch);
+                         int64_t n_tokens, ThreadPool& pool, std::vector<uint8_t>& scratch,
+                         const MatmulHooks& hooks = {});
 
 }  // namespace strata::kernels
