@@ -6,6 +6,7 @@
 // `flops` = 2 * rows * cols * tokens as a rate (GFLOP/s, what bounds prefill).
 // Usage: kernels_matmul_bench [--threads=N] [google benchmark flags], for example
 //   --benchmark_filter='matmul/q4_0/.*/tokens:(1|512)/'
+// swiglu/... times the SwiGLU of one FFN row.
 // convert/... times the activation conversion a matmul does first (one row).
 // matmul_dram/... repeats the decode case with the weights coming from DRAM, as in a model.
 // (N defaults to ThreadPool::default_threads(); set STRATA_NO_AVX2=1 for scalar kernels).
@@ -22,6 +23,7 @@
 #include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops.h"
 #include "kernels/quant/traits.h"
 
 namespace {
@@ -124,6 +126,20 @@ void bm_convert(benchmark::State& state, DType t, int64_t cols) {
   state.counters["elements"] = benchmark::Counter(static_cast<double>(cols), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// SwiGLU of one decode step's FFN row (ops.h; runs on one thread between two matmuls),
+// plus a copy of its input (22 KB at 5632), since it works in place.
+void bm_swiglu(benchmark::State& state, int64_t n) {
+  std::vector<float> gate(static_cast<size_t>(n)), up(gate.size()), g0(gate.size());
+  for (size_t i = 0; i < g0.size(); ++i) g0[i] = static_cast<float>(i % 31) * 0.3f - 4.5f, up[i] = 0.5f;
+  for (auto _ : state) {
+    std::memcpy(gate.data(), g0.data(), g0.size() * sizeof(float));  // in place: fresh input each time
+    strata::kernels::swiglu(gate.data(), up.data(), n);
+    benchmark::DoNotOptimize(gate.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["elements"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 int parse_threads(int* argc, char** argv) {
   int threads = strata::ThreadPool::default_threads();
   int out = 1;
@@ -178,6 +194,7 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(name.c_str(), bm_convert, t, cols)->Unit(benchmark::kNanosecond);
     }
   }
+  benchmark::RegisterBenchmark("swiglu/5632", bm_swiglu, 5632)->Unit(benchmark::kNanosecond);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

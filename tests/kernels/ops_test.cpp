@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "kernel_test_util.h"
 #include "kernels/cpu/ops_avx2.h"
+#include "kernels/cpu/ops_avx512.h"
 #include "kernels/quant/traits.h"
 
 namespace strata::kernels {
@@ -41,6 +44,29 @@ TEST(Ops, Avx2SwigluMatchesReference) {
       for (int64_t i = 0; i < n; ++i) {
         const auto k = static_cast<size_t>(i);
         ASSERT_NEAR(got[k], want[k], 4e-7f * std::fabs(want[k]) + 1e-30f) << "g " << g[k] << " u " << u[k];
+      }
+    }
+  }
+}
+
+// The AVX-512 SwiGLU is the AVX2 one on 16 lanes: the same bits in every element, at
+// every length (full vectors and masked tails), including g beyond the exp clamp, zeros
+// of both signs and infinities.
+TEST(Ops, Avx512SwigluMatchesAvx2BitForBit) {
+  if (cpu_kernel_isa() < KernelIsa::avx512_vnni) GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or STRATA_NO_AVX512)";
+  Rng rng(6);
+  for (const int64_t n : {1, 7, 15, 16, 17, 31, 5632}) {
+    for (const float spread : {1.0f, 8.0f, 120.0f}) {
+      std::vector<float> g(static_cast<size_t>(n)), u(g.size());
+      for (auto& x : g) x = rng.uniform(-spread, spread);
+      for (auto& x : u) x = rng.uniform(-2.0f, 2.0f);
+      const float specials[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 88.0f, -88.0f, INFINITY, -INFINITY};
+      for (size_t k = 0; k < std::size(specials) && k < g.size(); ++k) g[k * 3 % g.size()] = specials[k];
+      std::vector<float> want = g, got = g;
+      avx2::swiglu(want.data(), u.data(), n);
+      avx512::swiglu(got.data(), u.data(), n);
+      for (size_t k = 0; k < got.size(); ++k) {
+        ASSERT_EQ(std::memcmp(&got[k], &want[k], sizeof(float)), 0) << "g " << g[k] << " u " << u[k] << " n " << n;
       }
     }
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/cpu/ops_avx2.h"
+#include "kernels/cpu/ops_avx512.h"
 #include "kernels/quant/traits.h"
 
 namespace strata::kernels {
@@ -12,7 +13,11 @@ void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float e
 }
 
 void swiglu(float* gate, const float* up, int64_t n) {
-  cpu_has_avx2_fma() ? avx2::swiglu(gate, up, n) : ref::swiglu(gate, up, n);
+  switch (cpu_kernel_isa()) {
+    case KernelIsa::avx512_vnni: return avx512::swiglu(gate, up, n);
+    case KernelIsa::avx2: return avx2::swiglu(gate, up, n);
+    default: return ref::swiglu(gate, up, n);
+  }
 }
 
 namespace ref {
