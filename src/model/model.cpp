@@ -298,22 +298,10 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
   const int64_t T = b.n_tokens();
 
   TraceSpan span(tracer_, fused_matmul_steps_ ? "qkv_matmul" : "attn_norm", kTraceForward);
-  auto norm = [&] {
-    for (int64_t t = 0; t < T; ++t) {
-      kernels::rmsnorm(x_.data() + t * c.dim, L.attn_norm.data(), xb_.data() + t * c.dim, c.dim, c.rms_eps);
-    }
-  };
-  kernels::MatmulHooks qkv_hooks = step_hooks();
-  if (fused_matmul_steps_) {
-    kernels::set_prepare(qkv_hooks, norm);
-  } else {
-    norm();
-    span.next("qkv_matmul");
-  }
   const kernels::MatmulJob qkv[] = {{L.wq.type, L.wq.data, L.wq.rows, q_.data()},
                                      {L.wk.type, L.wk.data, L.wk.rows, k_.data()},
                                      {L.wv.type, L.wv.data, L.wv.rows, v_.data()}};
-  kernels::matmul_shared_input(qkv, c.dim, xb_.data(), T, pool, matmul_scratch_, qkv_hooks);
+  norm_then_matmul(L.attn_norm.data(), qkv, T, pool, span, "qkv_matmul");
 
   span.next("rope");
   const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim,
@@ -342,25 +330,32 @@ kernels::MatmulHooks Model::step_hooks() const {
   return h;
 }
 
+// RMSNorm of the residual stream x_ (weights `norm`) into xb_, then the matmuls of xb_.
+// With fused matmul steps the norm is their prepare step, inside their span and pool job;
+// otherwise it runs first and `span` moves on to `matmul_span` after it.
+void Model::norm_then_matmul(const float* norm, std::span<const kernels::MatmulJob> jobs, int64_t T, ThreadPool& pool,
+                             TraceSpan& span, const char* matmul_span) {
+  const auto& c = config_;
+  auto rmsnorm = [&] {
+    for (int64_t t = 0; t < T; ++t) kernels::rmsnorm(x_.data() + t * c.dim, norm, xb_.data() + t * c.dim, c.dim, c.rms_eps);
+  };
+  kernels::MatmulHooks hooks = step_hooks();
+  if (fused_matmul_steps_) {
+    kernels::set_prepare(hooks, rmsnorm);
+  } else {
+    rmsnorm();
+    span.next(matmul_span);
+  }
+  kernels::matmul_shared_input(jobs, c.dim, xb_.data(), T, pool, matmul_scratch_, hooks);
+}
+
 void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
   const auto& c = config_;
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
   TraceSpan span(tracer_, fused_matmul_steps_ ? "gate_up_matmul" : "ffn_norm", kTraceForward);
-  auto norm = [&] {
-    for (int64_t t = 0; t < T; ++t) {
-      kernels::rmsnorm(x_.data() + t * c.dim, L.ffn_norm.data(), xb_.data() + t * c.dim, c.dim, c.rms_eps);
-    }
-  };
-  kernels::MatmulHooks gate_up_hooks = step_hooks();
-  if (fused_matmul_steps_) {
-    kernels::set_prepare(gate_up_hooks, norm);
-  } else {
-    norm();
-    span.next("gate_up_matmul");
-  }
   const kernels::MatmulJob gate_up[] = {{L.w_gate.type, L.w_gate.data, L.w_gate.rows, gate_.data()},
                                          {L.w_up.type, L.w_up.data, L.w_up.rows, up_.data()}};
-  kernels::matmul_shared_input(gate_up, c.dim, xb_.data(), T, pool, matmul_scratch_, gate_up_hooks);
+  norm_then_matmul(L.ffn_norm.data(), gate_up, T, pool, span, "gate_up_matmul");
   // Elementwise, so splitting it across threads cannot change a value. Prefill spends
   // seconds here for long prompts (512 x 5632 expf per layer at llama-1b). With fused
   // matmul steps, decode runs it as the down projection's prepare step.

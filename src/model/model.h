@@ -97,6 +97,8 @@ class Model {
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
               const kernels::MatmulHooks& hooks = {});
   kernels::MatmulHooks step_hooks() const;
+  void norm_then_matmul(const float* norm, std::span<const kernels::MatmulJob> jobs, int64_t n_tokens, ThreadPool& pool,
+                        TraceSpan& span, const char* matmul_span);
 
   gguf::GgufFile file_;
   ModelConfig config_;
