@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
+#include <thread>
 
 #include "core/error.h"
 #include "core/prefetch.h"
@@ -87,6 +88,10 @@ void prefetch_groups(const MatmulPlan* plans, size_t n_plans, int64_t g0, int64_
     limit -= bytes;
   }
 }
+
+// How long the other threads spin for the input before yielding: a conversion takes a few
+// microseconds unless the caller has lost its core.
+constexpr int kReadySpins = 1 << 12;
 
 inline void cpu_pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -205,7 +210,14 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
       return;
     }
     prefetch_groups(plans, n_plans, g0, g1, kStartPrefetchBytes, input_ready);
-    while (!input_ready.load(std::memory_order_acquire)) cpu_pause();
+    // Spin, then yield: on an oversubscribed machine the caller may need this core.
+    for (int spins = 0; !input_ready.load(std::memory_order_acquire); ++spins) {
+      if (spins < kReadySpins) {
+        cpu_pause();
+      } else {
+        std::this_thread::yield();
+      }
+    }
   };
   pool.parallel_for_stealing(n_groups, claim, start, [&](int64_t g0, int64_t g1) {
     for (size_t j = 0; j < n_plans; ++j) {
