@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/prefetch.h"
 #include "kv/tile_layout.h"
 
 namespace strata {
@@ -305,6 +306,27 @@ void AttentionPass::run_item(int64_t item, int tid) const {
       const float inv = 1.0f / sum[row];
       for (int64_t d = 0; d < hd; ++d) o[d] = acc[row * hd + d] * inv;
     }
+  }
+}
+
+void AttentionPass::prefetch_decode_tiles(int64_t g0, int64_t g1) const {
+  const auto& seq = batch_.seqs[static_cast<size_t>(batch_.seq_index[0])];
+  const int64_t bs = cache_.config().block_size;
+  const int64_t n_blocks = batch_.positions[0] / bs + 1;
+  const int64_t first = std::min<int64_t>(n_blocks, tk_.fold_blocks);
+  const size_t tile_bytes = static_cast<size_t>(bs * shape_.head_dim) * cache_.element_size();
+  auto tile = [&](int64_t bi, int64_t g) {
+    const int32_t block = seq.block_table[static_cast<size_t>(bi)];
+    const uint8_t* k = cache_.k_tile(layer_, block, g);
+    const uint8_t* v = cache_.v_tile(layer_, block, g);
+    for (size_t off = 0; off < tile_bytes; off += 64) {
+      prefetch_l1(k + off);
+      prefetch_l1(v + off);
+    }
+  };
+  for (int64_t g = g0; g < g1; ++g) {
+    for (int64_t bi = 0; bi < first; ++bi) tile(bi, g);
+    if (n_blocks > first) tile(n_blocks - 1, g);
   }
 }
 

@@ -70,6 +70,11 @@ class AttentionPass {
                 AttentionScratch& scratch);
   int64_t n_items() const { return n_items_; }
   void run_item(int64_t item, int tid) const;
+  // A one-token batch (decode) over dense KV heads [g0, g1): prefetches the tiles of their
+  // first fold segment and of the block the token is written to, so that they arrive
+  // while the caller runs RoPE and the K/V writes. The weights streamed since the last
+  // token evicted them, and the folds prefetch each segment's next one, not the first.
+  void prefetch_decode_tiles(int64_t g0, int64_t g1) const;
 
  private:
   const KvCache& cache_;

@@ -104,6 +104,16 @@ void ThreadPool::team_barrier() {
   }
 }
 
+void ThreadPool::wait_until_set(const std::atomic<bool>& flag) {
+  for (int spins = 0; !flag.load(std::memory_order_acquire); ++spins) {
+    if (spins < kBarrierSpinIterations) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
 bool ThreadPool::steal(int tid) {
   for (;;) {
     int victim = -1;

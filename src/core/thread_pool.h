@@ -89,6 +89,11 @@ class ThreadPool {
   // waiting for this core on an oversubscribed machine).
   void team_barrier();
 
+  // Returns once `flag` is set (acquire). Spins, then yields, as team_barrier does: for a
+  // thread of a job waiting on another's short step (a decode matmul's input), which may
+  // have lost its core.
+  static void wait_until_set(const std::atomic<bool>& flag);
+
   // Physical cores of this machine (falls back to hardware_concurrency).
   static int default_threads();
 

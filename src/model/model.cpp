@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/prefetch.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/quant/traits.h"
@@ -246,7 +245,7 @@ void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cac
   std::atomic<int64_t> next_item{0};
   pool.run([&](int tid, int nt) {
     const int64_t g0 = c.n_kv_heads * tid / nt, g1 = c.n_kv_heads * (tid + 1) / nt;
-    if (own_heads) prefetch_decode_tiles(cache, layer, b, g0, g1);
+    if (own_heads) pass.prefetch_decode_tiles(g0, g1);
     for (int64_t t = 0; t < T; ++t) position_heads(L, t, g0, g1);
     if (tid == 0) span.next("write_kv");
     for (int64_t t = 0; t < T; ++t) {
@@ -261,34 +260,6 @@ void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cac
     pool.team_barrier();  // every head's K/V is written
     for (int64_t i; (i = next_item.fetch_add(1, std::memory_order_relaxed)) < pass.n_items();) pass.run_item(i, tid);
   });
-}
-
-// Blocks of a KV head prefetched at the start of a decode step's attention job: the
-// first fold segment (attention::TileKernels::fold_blocks).
-constexpr int64_t kDecodePrefetchBlocks = 4;
-
-// Decode attention reads a KV head's tiles from memory: the weights streamed since the
-// last token evicted them, and attention's own prefetch covers each segment's next one,
-// not the first. Prefetched here, at the start of the job, the first segment's tiles
-// (and the tiles the new token is written to) arrive while RoPE and the K/V writes run.
-void Model::prefetch_decode_tiles(const KvCache& cache, int64_t layer, const ForwardBatch& b, int64_t g0,
-                                  int64_t g1) const {
-  const auto& seq = b.seqs[static_cast<size_t>(b.seq_index[0])];
-  const int64_t bs = cache.config().block_size;
-  const int64_t n_blocks = b.positions[0] / bs + 1;
-  const int64_t first = std::min<int64_t>(n_blocks, kDecodePrefetchBlocks);
-  const size_t tile_bytes = static_cast<size_t>(bs * config_.head_dim) * cache.element_size();
-  auto tile = [&](int64_t bi, int64_t g) {
-    const int32_t block = seq.block_table[static_cast<size_t>(bi)];
-    for (size_t off = 0; off < tile_bytes; off += 64) {
-      prefetch_l1(cache.k_tile(layer, block, g) + off);
-      prefetch_l1(cache.v_tile(layer, block, g) + off);
-    }
-  };
-  for (int64_t g = g0; g < g1; ++g) {
-    for (int64_t bi = 0; bi < first; ++bi) tile(bi, g);
-    if (n_blocks > first) tile(n_blocks - 1, g);
-  }
 }
 
 void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache,

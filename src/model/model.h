@@ -89,7 +89,6 @@ class Model {
   // Bias, Q/K norms and RoPE, in place, of token t's query heads that share KV heads
   // [g0, g1) and of those KV heads (per head, so threads may take disjoint head ranges).
   void position_heads(const LayerWeights& L, int64_t t, int64_t g0, int64_t g1);
-  void prefetch_decode_tiles(const KvCache& cache, int64_t layer, const ForwardBatch& b, int64_t g0, int64_t g1) const;
   void attention_by_head(int64_t layer, const ForwardBatch& batch, KvCache& cache, ThreadPool& pool,
                          const AttentionShape& shape, TraceSpan& span);
   void attention_block(int64_t layer, const ForwardBatch& batch, KvCache& cache, ThreadPool& pool);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
-#include <thread>
 
 #include "core/error.h"
 #include "core/prefetch.h"
@@ -61,8 +60,8 @@ void compute_rows(const MatmulPlan& p, int64_t r0, int64_t r1) {
 constexpr int64_t kDecodeClaimBytes = 32 * 1024;
 constexpr int64_t kBatchClaimGroups = 64;
 
-int64_t claim_groups(int64_t n_groups, int n_threads, int64_t n_tokens, int64_t group_bytes) {
-  if (n_tokens == 1) return std::max<int64_t>(1, kDecodeClaimBytes / std::max<int64_t>(1, group_bytes));
+int64_t claim_groups(int64_t n_groups, int n_threads, int64_t n_tokens, int64_t w_row_bytes) {
+  if (n_tokens == 1) return std::max<int64_t>(1, kDecodeClaimBytes / (kRowGrain * std::max<int64_t>(1, w_row_bytes)));
   return std::clamp<int64_t>(n_groups / (2 * static_cast<int64_t>(n_threads)), 1, kBatchClaimGroups);
 }
 
@@ -87,16 +86,6 @@ void prefetch_groups(const MatmulPlan* plans, size_t n_plans, int64_t g0, int64_
     }
     limit -= bytes;
   }
-}
-
-// How long the other threads spin for the input before yielding: a conversion takes a few
-// microseconds unless the caller has lost its core.
-constexpr int kReadySpins = 1 << 12;
-
-inline void cpu_pause() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
 }
 
 // At most this many matrices share one input (Q, K, V).
@@ -185,7 +174,7 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
     plans[j].act = act_types[i] == DType::F32 ? reinterpret_cast<const uint8_t*>(x) : scratch.data() + offset[i];
   }
   const size_t n_plans = jobs.size();
-  const int64_t claim = claim_groups(n_groups, pool.size(), n_tokens, kRowGrain * plans[0].w_row_bytes);
+  const int64_t claim = claim_groups(n_groups, pool.size(), n_tokens, plans[0].w_row_bytes);
 
   // One token on several threads: the input is prepared and converted inside the pool
   // job, on this thread, while the others wake up and prefetch the start of their
@@ -210,14 +199,7 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
       return;
     }
     prefetch_groups(plans, n_plans, g0, g1, kStartPrefetchBytes, input_ready);
-    // Spin, then yield: on an oversubscribed machine the caller may need this core.
-    for (int spins = 0; !input_ready.load(std::memory_order_acquire); ++spins) {
-      if (spins < kReadySpins) {
-        cpu_pause();
-      } else {
-        std::this_thread::yield();
-      }
-    }
+    ThreadPool::wait_until_set(input_ready);
   };
   pool.parallel_for_stealing(n_groups, claim, start, [&](int64_t g0, int64_t g1) {
     for (size_t j = 0; j < n_plans; ++j) {
