@@ -15,7 +15,7 @@
 
 #include "convert/llama2c.h"
 #include "model/model.h"
-#include "runner/sequence_runner.h"
+#include "engine/engine_core.h"
 #include "trace/tracer.h"
 
 namespace {
@@ -73,22 +73,23 @@ TinyModel& tiny() {
   return m;
 }
 
-// One decode token per iteration; the sequence restarts when its context fills.
+// One engine step (a decode token) per iteration; the request restarts when its context
+// fills.
 void BM_DecodeTiny(benchmark::State& state) {
   auto& m = tiny();
   Tracer tracer;
   m.model->set_tracer(state.range(0) ? &tracer : nullptr);
-  strata::SequenceRunner runner(*m.model, *m.pool, {});
-  const int32_t bos = 1;
-  runner.feed(std::span<const int32_t>(&bos, 1));
-  int32_t tok = 3;
+  strata::EngineConfig config;
+  config.prefix_cache = false;
+  config.scheduler.max_seqs = 1;
+  strata::EngineCore engine(*m.model, *m.pool, config);
+  strata::RequestOptions o;
+  o.sampling.temperature = 0.0f;
+  o.stop.max_tokens = 1 << 30;
+  o.stop.ignore_eos = true;
   for (auto _ : state) {
-    if (runner.n_past() == runner.context_length()) {
-      runner.reset();
-      runner.feed(std::span<const int32_t>(&bos, 1));
-    }
-    tok = 3 + (tok + 7) % 500;
-    benchmark::DoNotOptimize(runner.feed(std::span<const int32_t>(&tok, 1)).data());
+    if (!engine.has_work()) engine.add_request({1}, o);
+    benchmark::DoNotOptimize(engine.step().data());
   }
   m.model->set_tracer(nullptr);
   state.counters["events"] = static_cast<double>(tracer.size());

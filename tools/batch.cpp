@@ -65,7 +65,7 @@ void run_batch(const BatchFlags& f) {
   auto model = Model::load(f.engine.model_path, f.engine.load_options());
   const Tokenizer tok = Tokenizer::from_gguf(model->file());
   ThreadPool pool(f.engine.thread_count());
-  Engine engine(*model, pool, f.serving.config(f.engine.kv_dtype(), eog_tokens(tok), f.engine.sparse));
+  EngineCore engine(*model, pool, f.serving.config(f.engine.kv_dtype(), eog_tokens(tok), f.engine.head_modes(*model)));
 
   std::ifstream in(f.input);
   if (!in) throw Error(f.input + ": cannot open");

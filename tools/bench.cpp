@@ -1,7 +1,6 @@
 // strata bench roofline | model: the machine's limits, and llama-bench style
 // prompt-processing / generation speed of a model on it.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
@@ -15,7 +14,10 @@
 #include "core/huge_buffer.h"
 #include "kernels/cpu/roofline.h"
 #include "kernels/quant/traits.h"
+#include "core/clock.h"
+#include "engine/engine_core.h"
 #include "kv/kv_manager.h"
+#include "runner/model_runner.h"
 #include "model/model.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -70,26 +72,33 @@ class RooflineYardstick {
   double fma_gflops_;
 };
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Drives `n_seqs` sequences through Model::forward directly: each gets `depth` tokens
-// of context first (untimed), then the timed work.
+// Drives `n_seqs` sequences through the ModelRunner with plans of its own: each gets
+// `depth` tokens of context first (untimed), then the timed work. The KV cache and
+// manager come from the engine's own sizing rule (plan_kv).
 class BenchRunner {
  public:
-  BenchRunner(Model& model, ThreadPool& pool, int64_t n_seqs, int64_t max_tokens, int64_t chunk,
-              DType kv_type, const HeadModes& modes)
-      : model_(model), pool_(pool), chunk_(chunk), seqs_(static_cast<size_t>(n_seqs)) {
-    const int64_t bs = 16;
-    const int64_t per_seq = (max_tokens + bs - 1) / bs;
-    // Sparse attention: each sequence's sinks and window, plus one chunk's blocks.
-    const int64_t n_stream = modes.n_streaming() == 0 ? 0 : n_seqs * modes.stream_blocks_per_sequence(bs, chunk);
-    cache_ = std::make_unique<KvCache>(model.kv_config(per_seq * n_seqs, bs, kv_type, modes, n_stream));
-    kv_ = std::make_unique<KvManager>(KvManagerConfig{static_cast<int32_t>(per_seq * n_seqs), static_cast<int32_t>(bs),
-                                                      false, 0, static_cast<int32_t>(cache_->config().n_stream_blocks),
-                                                      modes.sink, modes.window});
-    capacity_ = per_seq * bs;
+  BenchRunner(Model& model, ThreadPool& pool, int64_t n_seqs, int64_t max_tokens, int64_t chunk, DType kv_type,
+              const HeadModes& modes)
+      : chunk_(chunk) {
+    EngineConfig c;
+    const int64_t bs = c.block_size;
+    c.kv_cache_tokens = n_seqs * ((max_tokens + bs - 1) / bs) * bs;
+    c.kv_type = kv_type;
+    c.head_modes = modes;
+    c.prefix_cache = false;
+    c.scheduler.max_seqs = static_cast<int32_t>(n_seqs);
+    c.scheduler.max_batch_tokens = chunk;
+    c.scheduler.prefill_chunk = chunk;
+    const KvPlan plan = plan_kv(model, c);
+    runner_ = std::make_unique<ModelRunner>(model, pool, plan.cache, std::vector<int32_t>{});
+    kv_ = std::make_unique<KvManager>(plan.manager);
+    capacity_ = c.kv_cache_tokens / n_seqs;
+    RequestOptions greedy;
+    greedy.sampling.temperature = 0.0f;
+    for (int64_t i = 0; i < n_seqs; ++i) {
+      seqs_.push_back(std::make_unique<Request>(static_cast<RequestId>(i + 1), std::vector<int32_t>{}, greedy,
+                                                model.config().n_vocab));
+    }
   }
 
   // Fills `n` positions of every sequence with random K/V written straight into the
@@ -97,7 +106,8 @@ class BenchRunner {
   // not depend on what the context holds, and a 32K-token context costs seconds this
   // way instead of a long prefill.
   void fill_synthetic(int64_t n, std::mt19937& rng) {
-    const auto& kc = cache_->config();
+    KvCache& cache = runner_->cache();
+    const auto& kc = cache.config();
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<float> tile(static_cast<size_t>(kc.block_size * kc.head_dim));
     std::vector<uint16_t> half(tile.size());
@@ -115,23 +125,25 @@ class BenchRunner {
       // A chunk at a time, so sparse attention's stream pool only ever holds the window.
       for (int64_t left = n; left > 0;) {
         const int64_t take = std::min(left, chunk_);
-        const size_t first_new = s.kv.block_table.size(), first_new_stream = s.kv.stream_table.size();
-        s.len += take;
+        const size_t first_new = s->kv.block_table().size(), first_new_stream = s->kv.stream_table().size();
+        const int64_t len = s->n_computed + take;
         left -= take;
-        if (s.len > capacity_ || !kv_->allocate(s.kv, s.len)) throw Error("bench: context exceeds the KV cache");
+        if (len > capacity_ || !kv_->allocate(s->kv, len)) throw Error("bench: context exceeds the KV cache");
         for (int64_t l = 0; l < kc.n_layers; ++l) {
           for (int64_t h = 0; h < kc.n_kv_heads; ++h) {
-            const bool streaming = cache_->streaming(l, h);
-            const auto& table = streaming ? s.kv.stream_table : s.kv.block_table;
+            const bool streaming = cache.streaming(l, h);
+            const auto& table = streaming ? s->kv.stream_table() : s->kv.block_table();
             for (size_t i = streaming ? first_new_stream : first_new; i < table.size(); ++i) {
               const int32_t block = table[i];
               if (block < 0) continue;
-              randomize(cache_->k_tile(l, block, h));
-              randomize(cache_->v_tile(l, block, h));
+              randomize(cache.k_tile(l, block, h));
+              randomize(cache.v_tile(l, block, h));
             }
           }
         }
-        kv_->release_out_of_window(s.kv, s.len);
+        s->tokens.resize(static_cast<size_t>(len), 3);
+        s->n_computed = len;
+        kv_->release_out_of_window(s->kv, len);
       }
     }
   }
@@ -139,52 +151,44 @@ class BenchRunner {
   // K/V bytes the sequences hold now (both pools).
   uint64_t kv_bytes() const {
     const auto bs = static_cast<uint64_t>(kv_->block_size());
-    return static_cast<uint64_t>(kv_->usage().used) * bs * cache_->full_bytes_per_token() +
-           static_cast<uint64_t>(kv_->stream_usage().used) * bs * cache_->stream_bytes_per_token();
+    return static_cast<uint64_t>(kv_->usage().used) * bs * runner_->cache().full_bytes_per_token() +
+           static_cast<uint64_t>(kv_->stream_usage().used) * bs * runner_->cache().stream_bytes_per_token();
   }
 
   // Appends `n` random tokens to every sequence, `chunk_` tokens per forward pass in total.
   void append(int64_t n, std::mt19937& rng) {
-    std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(model_.config().n_vocab - 1));
+    std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(runner_->model().config().n_vocab - 1));
     std::vector<int64_t> left(seqs_.size(), n);
     for (;;) {
-      tokens_.clear(), positions_.clear(), seq_index_.clear(), rows_.clear(), views_.clear();
+      SchedulerOutput plan;
+      int64_t n_tokens = 0;
       for (size_t s = 0; s < seqs_.size(); ++s) {
-        const int64_t take = std::min(left[s], chunk_ - static_cast<int64_t>(tokens_.size()));
-        for (int64_t i = 0; i < take; ++i) {
-          tokens_.push_back(tok(rng));
-          positions_.push_back(static_cast<int32_t>(seqs_[s].len + i));
-          seq_index_.push_back(static_cast<int32_t>(s));
+        Request& r = *seqs_[s];
+        const int64_t take = std::min(left[s], chunk_ - n_tokens);
+        if (take <= 0) continue;
+        for (int64_t i = 0; i < take; ++i) r.tokens.push_back(tok(rng));
+        if (r.n_computed + take > capacity_ || !kv_->allocate(r.kv, r.n_computed + take)) {
+          throw Error("bench: context exceeds the KV cache");
         }
-        seqs_[s].len += take;
+        plan.scheduled.push_back({&r, static_cast<int32_t>(take)});
+        n_tokens += take;
         left[s] -= take;
-        if (take > 0) rows_.push_back(static_cast<int32_t>(tokens_.size() - 1));
       }
-      if (tokens_.empty()) return;
-      for (auto& s : seqs_) {
-        if (s.len > capacity_ || !kv_->allocate(s.kv, s.len)) throw Error("bench: context exceeds the KV cache");
-        views_.push_back({s.kv.block_table, static_cast<int32_t>(s.len), s.kv.stream_table});
+      if (plan.empty()) return;
+      runner_->execute(plan);
+      for (const auto& e : plan.scheduled) {
+        e.request->n_computed += e.n_tokens;
+        kv_->release_out_of_window(e.request->kv, e.request->n_computed);
       }
-      ForwardBatch b{tokens_, positions_, seq_index_, views_, rows_};
-      model_.forward(b, *cache_, pool_);
-      for (auto& s : seqs_) kv_->release_out_of_window(s.kv, s.len);
     }
   }
 
  private:
-  struct Seq {
-    SequenceKv kv;
-    int64_t len = 0;
-  };
-  Model& model_;
-  ThreadPool& pool_;
   int64_t chunk_;
   int64_t capacity_ = 0;
-  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<KvManager> kv_;
-  std::vector<Seq> seqs_;
-  std::vector<int32_t> tokens_, positions_, seq_index_, rows_;
-  std::vector<SequenceView> views_;
+  std::vector<std::unique_ptr<Request>> seqs_;
 };
 
 void bench_model(const BenchModelFlags& f) {
@@ -193,7 +197,7 @@ void bench_model(const BenchModelFlags& f) {
   model->set_tracer(trace.get());
   const int threads = f.engine.thread_count();
   ThreadPool pool(threads);
-  const HeadModes modes = resolve_head_modes(f.engine.sparse, model->config().n_layers, model->config().n_kv_heads);
+  const HeadModes modes = f.engine.head_modes(*model);
   if (!modes.dense()) std::fprintf(stderr, "sparse attention: %s\n", modes.describe().c_str());
   nlohmann::json results = nlohmann::json::array();
   std::unique_ptr<RooflineYardstick> yardstick;
@@ -259,9 +263,9 @@ void bench_model(const BenchModelFlags& f) {
         for (int r = 0; r < f.repetitions; ++r) {
           BenchRunner runner(*model, pool, batch, depth + np, f.engine.batch, f.engine.kv_dtype(), modes);
           synthetic ? runner.fill_synthetic(depth, rng) : runner.append(depth, rng);
-          const double t0 = now_s();
+          const double t0 = steady_now_s();
           runner.append(np, rng);
-          tps.push_back(static_cast<double>(np * batch) / (now_s() - t0));
+          tps.push_back(static_cast<double>(np * batch) / (steady_now_s() - t0));
           kv_bytes = runner.kv_bytes();
         }
         if (yardstick) read_gbps = std::max(read_gbps, yardstick->read_gbps());
@@ -276,9 +280,9 @@ void bench_model(const BenchModelFlags& f) {
           BenchRunner runner(*model, pool, batch, depth + ng + 1, f.engine.batch, f.engine.kv_dtype(), modes);
           synthetic ? runner.fill_synthetic(depth, rng) : runner.append(depth, rng);
           runner.append(1, rng);
-          const double t0 = now_s();
+          const double t0 = steady_now_s();
           for (int64_t i = 0; i < ng; ++i) runner.append(1, rng);
-          tps.push_back(static_cast<double>(ng * batch) / (now_s() - t0));
+          tps.push_back(static_cast<double>(ng * batch) / (steady_now_s() - t0));
           kv_bytes = runner.kv_bytes();
         }
         if (yardstick) read_gbps = std::max(read_gbps, yardstick->read_gbps());

@@ -65,11 +65,11 @@ void throughput(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
   for (int i = 0; i < f.n_requests; ++i) {
     reqs.push_back({std::to_string(i), random_prompt(rng, f.prompt_len, model.config().n_vocab), fixed_length(f.output_len)});
   }
-  auto cfg = f.serving.config(f.engine.kv_dtype(), {}, f.engine.sparse);
+  auto cfg = f.serving.config(f.engine.kv_dtype(), {}, f.engine.head_modes(model));
   cfg.tracer = model.tracer();  // --trace: set on the model by run_offline_bench
   cfg.prefix_cache = false;
   auto run = [&](bool together) {
-    Engine engine(model, pool, cfg);
+    EngineCore engine(model, pool, cfg);
     const double t0 = now_s();
     int64_t out = 0;
     if (together) {
@@ -92,10 +92,10 @@ void throughput(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
 void prefix(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
   std::mt19937 rng(2);
   const auto shared = random_prompt(rng, f.prefix_len, model.config().n_vocab);
-  auto cfg = f.serving.config(f.engine.kv_dtype(), {}, f.engine.sparse);
+  auto cfg = f.serving.config(f.engine.kv_dtype(), {}, f.engine.head_modes(model));
   cfg.tracer = model.tracer();  // --trace: set on the model by run_offline_bench
   cfg.prefix_cache = true;
-  Engine engine(model, pool, cfg);
+  EngineCore engine(model, pool, cfg);
   auto ttft = [&](int suffix_seed) {
     auto p = shared;
     std::mt19937 r2(static_cast<uint32_t>(suffix_seed));
@@ -113,11 +113,11 @@ void prefix(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
 
 void chunked(Model& model, ThreadPool& pool, const OfflineBenchFlags& f, int64_t chunk) {
   std::mt19937 rng(3);
-  auto cfg = f.serving.config(f.engine.kv_dtype(), {}, f.engine.sparse);
+  auto cfg = f.serving.config(f.engine.kv_dtype(), {}, f.engine.head_modes(model));
   cfg.tracer = model.tracer();  // --trace: set on the model by run_offline_bench
   cfg.prefix_cache = false;
   cfg.scheduler.prefill_chunk = chunk;
-  Engine engine(model, pool, cfg);
+  EngineCore engine(model, pool, cfg);
   std::vector<RequestId> decoders;
   for (int i = 0; i < f.n_decoders; ++i) {
     decoders.push_back(engine.add_request(random_prompt(rng, f.prompt_len, model.config().n_vocab), fixed_length(100000)));

@@ -10,7 +10,8 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/quant/traits.h"
-#include "kv/head_modes.h"
+#include "engine/engine_core.h"
+#include "eval/head_map.h"
 #include "model/model.h"
 #include "trace/tracer.h"
 
@@ -71,6 +72,27 @@ struct EngineFlags {
   void add_trace(CLI::App& cmd) {
     cmd.add_option("--trace", trace,
                    "write a Chrome trace-event JSON file of the run (open in Perfetto or chrome://tracing)");
+  }
+
+  // The sparse-attention head modes of --sparse-heads & co. for `model` (dense without them).
+  HeadModes head_modes(const Model& model) const {
+    return resolve_head_modes(sparse, model.config().n_layers, model.config().n_kv_heads);
+  }
+
+  // The engine of the one-request commands (run, logits, eval needle, heads score): one
+  // sequence, at most --prefill-chunk prompt tokens per step, the context of -c.
+  EngineConfig single_request_config(const Model& model) const {
+    if (batch <= 0) throw Error("--prefill-chunk: must be positive");
+    if (ctx < 0) throw Error("-c/--ctx: must be >= 0");
+    EngineConfig c;
+    c.context_length = ctx;
+    c.kv_type = kv_dtype();
+    c.prefix_cache = false;
+    c.scheduler.max_seqs = 1;
+    c.scheduler.prefill_chunk = batch;
+    c.scheduler.max_batch_tokens = batch;
+    c.head_modes = head_modes(model);
+    return c;
   }
 
   int thread_count() const { return threads > 0 ? threads : ThreadPool::default_threads(); }

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "strata/engine.h"
+#include "engine/engine_core.h"
 
 namespace strata::tools {
 
@@ -30,9 +30,9 @@ struct ServingFlags {
     cmd.add_option("--policy", policy, "scheduling policy: fcfs or priority")->capture_default_str();
   }
 
-  EngineConfig config(DType kv_type, std::vector<int32_t> eog, const HeadMapOptions& sparse = {}) const {
+  EngineConfig config(DType kv_type, std::vector<int32_t> eog, const HeadModes& head_modes = {}) const {
     EngineConfig c;
-    c.head_map = sparse;
+    c.head_modes = head_modes;
     c.kv_cache_tokens = kv_cache_tokens;
     c.kv_cache_mem = kv_cache_mem;
     c.kv_type = kv_type;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "eval/needle.h"
-#include "kv/head_modes.h"
+#include "eval/head_map.h"
 #include "model/model.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -28,16 +28,6 @@ struct NeedleFlags {
   uint64_t seed = 0;
   std::string format = "md";
 };
-
-// The single-sequence runner options the engine flags select.
-SequenceRunnerOptions runner_options(const EngineFlags& e) {
-  SequenceRunnerOptions ro;
-  ro.context_length = e.ctx;  // raised to each --ctx value by needle_accuracy
-  ro.max_batch_tokens = e.batch;
-  ro.kv_type = e.kv_dtype();
-  ro.head_map = e.sparse;  // --sparse-heads / --retrieval-ratio / --sink / --window
-  return ro;
-}
 
 std::string percent(double x) {
   char buf[32];
@@ -62,13 +52,9 @@ void eval_needle(const NeedleFlags& f) {
       throw Error("--depths: " + std::to_string(d) + " is outside [0, 1]");
   }
   ThreadPool pool(f.engine.thread_count());
-  SequenceRunnerOptions ro = runner_options(f.engine);
-  // Resolve the head map once, so a bad map fails before the first trial and the
-  // report can say which heads streamed.
-  if (ro.head_modes.dense() && ro.head_map.enabled()) {
-    ro.head_modes =
-        resolve_head_modes(ro.head_map, model->config().n_layers, model->config().n_kv_heads);
-  }
+  // The head map is resolved once here, so a bad map fails before the first trial and
+  // the report can say which heads streamed. The context is raised to each --ctx value.
+  const EngineConfig ro = f.engine.single_request_config(*model);
   const std::string attention =
       ro.head_modes.dense() ? std::string("dense") : "sparse (" + ro.head_modes.describe() + ")";
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "eval/head_score.h"
-#include "kv/head_modes.h"
+#include "eval/head_map.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -55,8 +55,7 @@ void heads_score(HeadsScoreFlags f) {
   HeadScoreOptions o;
   o.sink = sink;
   o.window = window;
-  o.runner.kv_type = f.engine.kv_dtype();
-  o.runner.max_batch_tokens = f.engine.batch;
+  o.engine = f.engine.single_request_config(*model);
   const auto& c = model->config();
   std::fprintf(stderr, "scoring %lld KV heads on %zu samples of %lld tokens (sink %d, window %d)\n",
                static_cast<long long>(c.n_layers * c.n_kv_heads), samples.size(),

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "kv/head_modes.h"
+#include "eval/head_map.h"
 #include "model/model.h"
 #include "tools/commands.h"
 

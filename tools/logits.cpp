@@ -9,7 +9,8 @@
 
 #include "core/error.h"
 #include "model/model.h"
-#include "runner/sequence_runner.h"
+#include "engine/engine_core.h"
+#include "engine/offline.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 
@@ -43,14 +44,11 @@ void register_logits(CLI::App& app) {
     if (ids.empty()) throw Error("--tokens: no ids");
     auto model = Model::load(f->engine.model_path, f->engine.load_options());
     ThreadPool pool(f->engine.thread_count());
-    SequenceRunnerOptions ro;
-    ro.context_length = f->engine.ctx;
-    ro.max_batch_tokens = f->engine.batch;
-    ro.kv_type = f->engine.kv_dtype();
-    ro.head_map = f->engine.sparse;
-    SequenceRunner runner(*model, pool, ro);
-    std::vector<float> all;
-    runner.feed(ids, &all);
+    EngineCore engine(*model, pool, f->engine.single_request_config(*model));
+    RequestOptions o;
+    o.stop.max_tokens = 0;
+    o.prompt_logits = static_cast<int32_t>(ids.size());
+    const std::vector<float> all = generate(engine, nullptr, {{"logits", ids, o}})[0].prompt_logits;
     std::ofstream out(f->out, std::ios::binary);
     if (!out) throw Error(f->out + ": cannot open for writing");
     out.write(reinterpret_cast<const char*>(all.data()),

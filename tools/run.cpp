@@ -1,13 +1,16 @@
 // strata run: generate text from a prompt, streaming only the generated text to stdout
-// and one timing line to stderr.
-#include <chrono>
+// and one timing line to stderr. An engine with one request, as serve runs it.
+#include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <memory>
 #include <string>
 
+#include "core/clock.h"
+#include "engine/engine_core.h"
+#include "engine/offline.h"
+#include "engine/output_processor.h"
 #include "model/model.h"
-#include "runner/sequence_runner.h"
-#include "sample/sampler.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -24,63 +27,58 @@ struct RunFlags {
   bool print_tokens = false;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
+// One request through the engine, as `serve` runs it: the output is streamed as the
+// engine produces it.
 void run(const RunFlags& f) {
   const TraceFile trace(f.engine.trace);
   auto model = Model::load(f.engine.model_path, f.engine.load_options());
-  model->set_tracer(trace.get());
+  model->set_tracer(trace.get());  // forward-pass and sampling spans; no engine step spans
   const Tokenizer tok = Tokenizer::from_gguf(model->file());
   ThreadPool pool(f.engine.thread_count());
-  SequenceRunnerOptions ro;
-  ro.context_length = f.engine.ctx;
-  ro.max_batch_tokens = f.engine.batch;
-  ro.kv_type = f.engine.kv_dtype();
-  ro.head_map = f.engine.sparse;
-  SequenceRunner runner(*model, pool, ro);
+  EngineConfig config = f.engine.single_request_config(*model);
+  config.eog_tokens = eog_tokens(tok);
+  EngineCore engine(*model, pool, config);
 
   const auto prompt = tok.encode(f.prompt, tok.add_bos(), false);
   if (prompt.empty()) throw Error("the prompt encodes to no tokens");
-  Sampler sampler(f.sampling, model->config().n_vocab);
+  if (f.n_predict < 0 || f.n_predict > INT32_MAX) throw Error("-n/--n-predict: must be in [0, 2^31)");
+  RequestOptions options;
+  options.sampling = f.sampling;
+  options.stop.max_tokens = static_cast<int32_t>(f.n_predict);
+  options.stop.ignore_eos = f.ignore_eos;
   StreamingDecoder decoder(tok);
-  GenerateOptions go;
-  go.max_new_tokens = f.n_predict;
-  go.ignore_eos = f.ignore_eos;
-  go.tracer = trace.get();
 
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = steady_now_s();
   double prompt_s = 0.0;
   size_t n_printed = 0;
-  auto on_token = [&](int32_t id) {
-    if (n_printed == 0) prompt_s = seconds_since(t0);
-    if (f.print_tokens) {
-      std::printf(n_printed == 0 ? "%d" : " %d", id);
-    } else {
-      const std::string text = decoder.push(id);
-      std::fwrite(text.data(), 1, text.size(), stdout);
+  auto on_output = [&](const RequestOutput& o) {
+    for (int32_t id : o.new_tokens) {
+      if (n_printed == 0) prompt_s = steady_now_s() - t0;
+      if (f.print_tokens) {
+        std::printf(n_printed == 0 ? "%d" : " %d", id);
+      } else {
+        const std::string text = decoder.push(id);
+        std::fwrite(text.data(), 1, text.size(), stdout);
+      }
+      ++n_printed;
     }
-    ++n_printed;
     std::fflush(stdout);
-    return true;
   };
-  const auto out = generate(runner, prompt, sampler, go,
-                            [&](int32_t id) { return tok.is_eog(id); }, on_token);
+  const auto out = generate(engine, nullptr, {{"run", prompt, options}}, on_output)[0];
   if (!f.print_tokens) {
     const std::string rest = decoder.flush();
     std::fwrite(rest.data(), 1, rest.size(), stdout);
   }
   std::fflush(stdout);
-  const double total_s = seconds_since(t0);
+  const double total_s = steady_now_s() - t0;
   if (n_printed == 0) prompt_s = total_s;
   const double gen_s = total_s - prompt_s;
-  const auto n_gen = static_cast<double>(out.size());
+  const auto n_gen = static_cast<double>(out.tokens.size());
   // The first generated token comes from the prompt pass; decode speed counts the rest.
   std::fprintf(stderr,
                "\nprompt: %zu tokens, %.2f tok/s | generated: %zu tokens, %.2f tok/s\n",
                prompt.size(), static_cast<double>(prompt.size()) / std::max(prompt_s, 1e-9),
-               out.size(), n_gen > 1 ? (n_gen - 1) / std::max(gen_s, 1e-9) : 0.0);
+               out.tokens.size(), n_gen > 1 ? (n_gen - 1) / std::max(gen_s, 1e-9) : 0.0);
   trace.write();
 }
 

@@ -47,7 +47,8 @@ void serve(const ServeFlags& f) {
   o.model_path = f.engine.model_path;
   o.load = f.engine.load_options();
   o.compute_threads = f.engine.thread_count();
-  o.engine = f.serving.config(f.engine.kv_dtype(), {}, f.engine.sparse);
+  o.engine = f.serving.config(f.engine.kv_dtype(), {});
+  o.head_map = f.engine.sparse;
   o.engine.tracer = trace.get();
   o.engine.context_length = f.engine.ctx;
   o.http = f.http;

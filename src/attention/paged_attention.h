@@ -10,7 +10,7 @@
 #include "attention/tile_kernels.h"
 #include "core/thread_pool.h"
 #include "kv/kv_cache.h"
-#include "model/forward_batch.h"
+#include "kv/forward_batch.h"
 
 namespace strata {
 

@@ -6,7 +6,7 @@
 
 namespace strata {
 
-EngineLoop::EngineLoop(Engine& engine) : engine_(engine), metrics_(engine.metrics()) {
+EngineLoop::EngineLoop(EngineCore& engine) : engine_(engine), metrics_(engine.metrics()) {
   thread_ = std::thread([this] { run(); });
 }
 

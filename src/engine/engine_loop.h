@@ -1,4 +1,4 @@
-// The thread-safe front of the engine: one thread owns the Engine and steps it while
+// The thread-safe front of the engine: one thread owns the EngineCore and steps it while
 // other threads (the HTTP server's) submit and abort requests. Outputs are delivered
 // through per-request callbacks that run on the engine thread, so they must be cheap
 // (hand the output to another thread's queue; detokenize there).
@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "strata/engine.h"
+#include "engine/engine_core.h"
 
 namespace strata {
 
@@ -20,7 +20,7 @@ class EngineLoop {
  public:
   using Callback = std::function<void(const RequestOutput&)>;
 
-  explicit EngineLoop(Engine& engine);
+  explicit EngineLoop(EngineCore& engine);
   ~EngineLoop();  // aborts whatever is left and joins the thread
   EngineLoop(const EngineLoop&) = delete;
   EngineLoop& operator=(const EngineLoop&) = delete;
@@ -49,7 +49,7 @@ class EngineLoop {
   };
   void run();
 
-  Engine& engine_;
+  EngineCore& engine_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;

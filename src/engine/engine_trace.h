@@ -1,4 +1,4 @@
-// What the engine records per step when tracing is on (Engine::step calls this only
+// What the engine records per step when tracing is on (EngineCore::step calls this only
 // with a tracer): the step span's arguments (batch composition) and the instant events
 // of the scheduling decision (preemptions, prefix-cache hits, KV evictions).
 #pragma once

@@ -1,6 +1,7 @@
 #include "engine/offline.h"
 
-#include <chrono>
+#include "core/clock.h"
+
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -8,14 +9,13 @@
 namespace strata {
 namespace {
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_ms() { return 1e3 * steady_now_s(); }
 
 }  // namespace
 
-std::vector<OfflineResult> generate(Engine& engine, const Tokenizer* tokenizer,
-                                    const std::vector<OfflineRequest>& requests) {
+std::vector<OfflineResult> generate(EngineCore& engine, const Tokenizer* tokenizer,
+                                    const std::vector<OfflineRequest>& requests,
+                                    const std::function<void(const RequestOutput&)>& on_output) {
   std::vector<OfflineResult> results(requests.size());
   std::vector<std::optional<OutputProcessor>> processors(requests.size());
   std::unordered_map<RequestId, size_t> index;
@@ -33,7 +33,10 @@ std::vector<OfflineResult> generate(Engine& engine, const Tokenizer* tokenizer,
     for (const RequestOutput& o : outputs) {
       const size_t i = index.at(o.id);
       if (done[i]) continue;  // already ended by a stop string
+      if (on_output) on_output(o);
       OfflineResult& r = results[i];
+      r.logprobs.insert(r.logprobs.end(), o.logprobs.begin(), o.logprobs.end());
+      if (!o.prompt_logits.empty()) r.prompt_logits = o.prompt_logits;
       if (r.tokens.empty() && !o.new_tokens.empty()) r.ttft_ms = t - t0;
       r.tokens.insert(r.tokens.end(), o.new_tokens.begin(), o.new_tokens.end());
       r.n_cached_prompt = o.n_cached_prompt;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "engine/offline.h"
 #include "eval/needle.h"
 
 namespace strata {
@@ -21,22 +22,22 @@ void log_softmax(std::span<const float> logits, std::vector<double>& out) {
 }
 
 // The scored rows' logits of every sample under `modes`, [n_scored][n_vocab] per
-// sample, from one runner reset between samples.
+// sample: one engine, one request per sample asking for its prompt's last logits.
 std::vector<std::vector<float>> scored_logits(Model& model, const std::vector<CalibrationSample>& samples,
-                                              SequenceRunnerOptions o, const HeadModes& modes, ThreadPool& pool) {
-  o.head_modes = modes;
-  o.head_map = {};
+                                              EngineConfig c, const HeadModes& modes, ThreadPool& pool) {
+  c.head_modes = modes;
+  c.prefix_cache = false;
+  c.scheduler.max_seqs = 1;
   for (const auto& s : samples) {
-    o.context_length = std::max<int64_t>(o.context_length, static_cast<int64_t>(s.tokens.size()));
+    c.context_length = std::max<int64_t>(c.context_length, static_cast<int64_t>(s.tokens.size()) + 1);
   }
-  SequenceRunner runner(model, pool, o);
+  EngineCore engine(model, pool, c);
   std::vector<std::vector<float>> out(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
-    const auto& s = samples[i];
-    runner.reset();
-    const auto split = s.tokens.size() - static_cast<size_t>(s.n_scored);
-    if (split > 0) runner.feed(std::span<const int32_t>(s.tokens.data(), split));
-    runner.feed(std::span<const int32_t>(s.tokens.data() + split, static_cast<size_t>(s.n_scored)), &out[i]);
+    RequestOptions o;
+    o.stop.max_tokens = 0;
+    o.prompt_logits = static_cast<int32_t>(samples[i].n_scored);
+    out[i] = std::move(generate(engine, nullptr, {{"", samples[i].tokens, o}})[0].prompt_logits);
   }
   return out;
 }
@@ -106,7 +107,7 @@ HeadScores score_heads(Model& model, const std::vector<CalibrationSample>& sampl
   std::vector<std::vector<double>> ref_logp, ref_p;
   std::vector<size_t> ref_argmax;
   std::vector<double> row;
-  const auto dense = scored_logits(model, samples, options.runner, {}, pool);
+  const auto dense = scored_logits(model, samples, options.engine, {}, pool);
   for (size_t i = 0; i < samples.size(); ++i) {
     for (int64_t r = 0; r < samples[i].n_scored; ++r) {
       const std::span<const float> l(dense[i].data() + static_cast<size_t>(r) * n_vocab, n_vocab);
@@ -132,7 +133,7 @@ HeadScores score_heads(Model& model, const std::vector<CalibrationSample>& sampl
       double kl = 0;
       int64_t flips = 0;
       size_t k = 0;
-      const auto ablated = scored_logits(model, samples, options.runner, modes, pool);
+      const auto ablated = scored_logits(model, samples, options.engine, modes, pool);
       for (size_t si = 0; si < samples.size(); ++si) {
         for (int64_t r = 0; r < samples[si].n_scored; ++r, ++k) {
           const std::span<const float> lr(ablated[si].data() + static_cast<size_t>(r) * n_vocab, n_vocab);

@@ -4,7 +4,7 @@
 // the dense model's, as the KL divergence KL(dense || ablated) averaged over the scored
 // positions. Retrieval heads (the ones that look far back) score high; local heads,
 // whose attention already lives in the sinks and the window, score about zero. The
-// scores go into a head map (kv/head_modes.h) that --retrieval-ratio cuts.
+// scores go into a head map (eval/head_map.h) that --retrieval-ratio cuts.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 
 #include "core/thread_pool.h"
 #include "model/model.h"
-#include "runner/sequence_runner.h"
+#include "engine/engine_core.h"
 
 namespace strata {
 
@@ -41,7 +41,7 @@ std::vector<CalibrationSample> text_calibration(const std::vector<int32_t>& toke
 struct HeadScoreOptions {
   int32_t sink = 4;
   int32_t window = 64;
-  SequenceRunnerOptions runner;  // kv type, chunk; head modes are set per run
+  EngineConfig engine;  // kv type, prefill chunk; head modes and context are set per run
 };
 
 struct HeadScores {

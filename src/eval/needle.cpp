@@ -1,14 +1,16 @@
 #include "eval/needle.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <span>
 #include <string>
 
+#include "core/clock.h"
 #include "core/splitmix.h"
 #include "core/error.h"
+#include "engine/offline.h"
+#include "sample/sampler.h"
 
 namespace strata {
 namespace {
@@ -41,10 +43,6 @@ std::vector<int32_t> token_list(const gguf::GgufFile& f, const char* key, int64_
     out.push_back(static_cast<int32_t>(id));
   }
   return out;
-}
-
-int32_t greedy_token(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
 }  // namespace
@@ -100,41 +98,48 @@ NeedlePrompt make_needle_prompt(const NeedleTask& task, int64_t ctx, double dept
   return p;
 }
 
-NeedleResult needle_accuracy(Model& model, const SequenceRunnerOptions& runner_options, int64_t ctx,
-                             double depth, int64_t trials, uint64_t seed, ThreadPool& pool) {
+NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t ctx, double depth, int64_t trials,
+                             uint64_t seed, ThreadPool& pool) {
   if (ctx > model.config().context_length) {
     throw Error("needle: ctx " + std::to_string(ctx) + " exceeds the model's context length " +
                 std::to_string(model.config().context_length));
   }
   if (trials <= 0) throw Error("needle: trials must be positive");
   const NeedleTask task = needle_task_from_model(model);
-  SequenceRunnerOptions ro = runner_options;
-  if (ro.context_length < ctx) ro.context_length = ctx;
-  SequenceRunner runner(model, pool, ro);
+  EngineConfig c = config;
+  c.context_length = std::max(c.context_length, ctx);
+  c.prefix_cache = false;
+  c.scheduler.max_seqs = 1;
+  EngineCore engine(model, pool, c);
+  // The answer is the argmax of the logits after the final K (a prompt may then fill the
+  // model's whole context).
+  RequestOptions last_logits;
+  last_logits.stop.max_tokens = 0;
+  last_logits.prompt_logits = 1;
   NeedleResult r;
   r.ctx = ctx;
   r.depth = depth;
   uint64_t depth_bits = 0;
   std::memcpy(&depth_bits, &depth, sizeof depth_bits);
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = steady_now_s();
   for (int64_t i = 0; i < trials; ++i) {
     const uint64_t trial_seed =
         mix(mix(mix(seed, static_cast<uint64_t>(ctx)), depth_bits), static_cast<uint64_t>(i));
     const NeedlePrompt p = make_needle_prompt(task, ctx, depth, trial_seed);
-    runner.reset();
-    const int32_t answer = greedy_token(runner.feed(p.tokens));
+    const auto logits = generate(engine, nullptr, {{"", p.tokens, last_logits}})[0].prompt_logits;
+    const int32_t answer = argmax(logits);
     ++r.trials;
     if (answer == p.value) ++r.correct;
     if (answer == p.key) ++r.answered_key;
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = steady_now_s() - t0;
   return r;
 }
 
-NeedleResult needle_accuracy(Model& model, const SequenceRunnerOptions& runner_options, int64_t ctx,
-                             double depth, int64_t trials, uint64_t seed) {
+NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t ctx, double depth, int64_t trials,
+                             uint64_t seed) {
   ThreadPool pool(ThreadPool::default_threads());
-  return needle_accuracy(model, runner_options, ctx, depth, trials, seed, pool);
+  return needle_accuracy(model, config, ctx, depth, trials, seed, pool);
 }
 
 }  // namespace strata

@@ -14,7 +14,7 @@
 
 #include "core/thread_pool.h"
 #include "model/model.h"
-#include "runner/sequence_runner.h"
+#include "engine/engine_core.h"
 
 namespace strata {
 
@@ -51,14 +51,15 @@ struct NeedleResult {
   }
 };
 
-// Runs `trials` prompts of `ctx` tokens with the needle at `depth`, each on a fresh
-// sequence of a SequenceRunner built from `runner_options` (its context_length is
-// raised to ctx when smaller). Trial i of (ctx, depth, seed) is the same prompt on
-// every run and every machine.
-NeedleResult needle_accuracy(Model& model, const SequenceRunnerOptions& runner_options, int64_t ctx,
-                             double depth, int64_t trials, uint64_t seed, ThreadPool& pool);
+// Runs `trials` prompts of `ctx` tokens with the needle at `depth`, one after another,
+// each a request for its last position's logits (the answer is their argmax) to an
+// engine built from `config` (its context is raised to hold ctx tokens when smaller; the prefix cache is off, so every trial
+// computes its whole prompt). Trial i of (ctx, depth, seed) is the same prompt on every
+// run and every machine.
+NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t ctx, double depth, int64_t trials,
+                             uint64_t seed, ThreadPool& pool);
 // The same with a pool of ThreadPool::default_threads() threads.
-NeedleResult needle_accuracy(Model& model, const SequenceRunnerOptions& runner_options, int64_t ctx,
-                             double depth, int64_t trials, uint64_t seed);
+NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t ctx, double depth, int64_t trials,
+                             uint64_t seed);
 
 }  // namespace strata

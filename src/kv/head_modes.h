@@ -1,9 +1,11 @@
 // Per-head attention modes for long-context sparse attention. Every KV head of every
 // layer is either `full` (attends to the whole context; its K/V live in the paged pool
 // and grow with the sequence) or `streaming` (attends only to the first `sink` tokens
-// and the last `window` tokens; its K/V live in a bounded per-sequence region of sink
-// blocks plus a ring of window blocks). Query heads that share a KV head (GQA) share its
-// mode. An empty `streaming` vector means dense attention: every head full.
+// and the last `window` tokens; its K/V live in a second pool where a sequence holds
+// only its sink blocks and the blocks covering its window, StreamingManager releasing
+// each block as it leaves the window). Query heads that share a KV head (GQA) share
+// its mode. An empty `streaming` vector means dense attention: every head full. Head
+// maps (eval/head_map.h) are resolved into HeadModes once at start-up.
 #pragma once
 
 #include <cstdint>
@@ -50,32 +52,5 @@ inline StreamingRange streaming_range(int64_t pos, int32_t sink, int32_t window)
   r.window_begin = begin > r.sink_end ? begin : r.sink_end;
   return r;
 }
-
-// Inputs of --sparse-heads / --retrieval-ratio / --sink / --window.
-struct HeadMapOptions {
-  std::string map_path;          // JSON head map; empty = none
-  double retrieval_ratio = -1;   // fraction of heads kept full; < 0 = unset
-  int32_t sink = -1;             // < 0 = from the map, else 4
-  int32_t window = -1;           // < 0 = from the map, else 64
-  bool enabled() const { return !map_path.empty() || retrieval_ratio >= 0; }
-};
-
-// Resolves the options for a model with the given shape. Map format:
-//   {"sink": 4, "window": 64, "modes": [["full", "streaming"], ...], "scores": [[0.9, 0.1], ...]}
-// one inner list per layer, one entry per KV head. `modes` wins when present; otherwise
-// the top `retrieval_ratio` fraction of heads by score stay full (ties: lower index).
-// Without a map, --retrieval-ratio keeps the first round(R * n_kv_heads) heads of every
-// layer full (a structural split for benchmarking models whose heads were not scored).
-// Returns dense modes when nothing is enabled. Throws strata::Error naming the bad field.
-HeadModes resolve_head_modes(const HeadMapOptions& options, int64_t n_layers, int64_t n_kv_heads);
-// The modes a component runs with: `modes` when it is sparse, else `map` resolved
-// (dense when the map options are not enabled either).
-HeadModes effective_head_modes(const HeadModes& modes, const HeadMapOptions& map, int64_t n_layers,
-                               int64_t n_kv_heads);
-HeadModes parse_head_map(const std::string& json_text, const HeadMapOptions& options,
-                         int64_t n_layers, int64_t n_kv_heads);
-
-// Writes a head map (scores, and modes when `modes` is non-dense) as JSON text.
-std::string head_map_json(const HeadModes& modes, const std::vector<std::vector<double>>& scores);
 
 }  // namespace strata

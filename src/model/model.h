@@ -14,7 +14,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kv/kv_cache.h"
 #include "model/config.h"
-#include "model/forward_batch.h"
+#include "kv/forward_batch.h"
 #include "model/weights.h"
 #include "trace/tracer.h"
 

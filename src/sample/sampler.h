@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "sample/sampling_params.h"
+#include "strata/types.h"
 
 namespace strata {
 

@@ -1,36 +1,48 @@
-// A request's state as the scheduler and engine see it: its tokens (prompt, then
-// generated), how many of them are in the KV cache, and its KV blocks.
+// One request, from submission to its last output: what it asked for, its tokens
+// (prompt, then generated), how many of them are in the KV cache, its KV blocks, its
+// sampler and its timings. The scheduler owns it; Scheduler::update_from_output is the
+// one place its state changes after a step.
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <string>
 #include <vector>
 
 #include "kv/kv_manager.h"
+#include "sample/sampler.h"
+#include "strata/types.h"
 
 namespace strata {
 
-using RequestId = uint64_t;
+enum class RequestStatus { kWaiting, kRunning };
 
-enum class RequestStatus { kWaiting, kRunning, kFinished };
+struct Request {
+  Request(RequestId id, std::vector<int32_t> prompt, const RequestOptions& options, int64_t n_vocab);
 
-struct SchedRequest {
   RequestId id = 0;
-  int32_t priority = 0;     // lower runs first under the priority policy
-  uint64_t arrival = 0;     // submission order
+  RequestOptions options;
+  uint64_t arrival = 0;  // submission order
   int32_t n_prompt = 0;
   std::vector<int32_t> tokens;  // prompt followed by generated tokens
   int64_t n_computed = 0;       // tokens whose K/V are in the cache
+  int32_t n_generated = 0;
   int32_t n_cached_prompt = 0;  // prompt tokens served from the prefix cache (first schedule)
   bool prefix_matched = false;  // prefix lookup done for the current admission
   int32_t n_preemptions = 0;
   RequestStatus status = RequestStatus::kWaiting;
   SequenceKv kv;
+  Sampler sampler;
+  std::vector<float> prompt_logits;  // [rows so far][n_vocab] until the first output takes them
+  // Steady-clock seconds; -1 until it happens.
+  double arrival_s = 0, first_scheduled_s = -1, first_token_s = -1;
 
+  int32_t priority() const { return options.priority; }
   // Tokens whose K/V still have to be computed before the next token can be sampled.
   int64_t n_pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }
   bool prefilling() const { return n_computed < n_prompt; }
+  // First prompt position whose logits the request wants (n_prompt: none).
+  int64_t prompt_logits_from() const { return n_prompt - options.prompt_logits; }
+  // Whether the request has produced an output token yet (prompt logits go with the first).
+  bool started() const { return first_token_s >= 0; }
 };
 
 }  // namespace strata

@@ -8,44 +8,57 @@
 
 namespace strata {
 
+RequestOutput& StepOutputs::add(RequestId id) {
+  if (n_ == outputs_.size()) outputs_.emplace_back();
+  RequestOutput& o = outputs_[n_++];
+  o.id = id;
+  o.new_tokens.clear();
+  o.logprobs.clear();
+  o.prompt_logits.clear();
+  o.finish = FinishReason::kNone;
+  o.n_prompt = o.n_cached_prompt = o.n_generated = 0;
+  o.queue_s = o.ttft_s = o.e2e_s = 0;
+  return o;
+}
+
 Scheduler::Scheduler(const SchedulerConfig& config, KvManager& kv) : config_(config), kv_(kv) {
   if (config.max_seqs <= 0) throw Error("scheduler: max_seqs must be positive");
   if (config.max_batch_tokens <= 0) throw Error("scheduler: max_batch_tokens must be positive");
   if (config.prefill_chunk < 0) throw Error("scheduler: prefill_chunk must be >= 0");
 }
 
-bool Scheduler::runs_before(const SchedRequest& a, const SchedRequest& b) const {
-  if (config_.policy == SchedulePolicy::kPriority && a.priority != b.priority) {
-    return a.priority < b.priority;
+bool Scheduler::runs_before(const Request& a, const Request& b) const {
+  if (config_.policy == SchedulePolicy::kPriority && a.priority() != b.priority()) {
+    return a.priority() < b.priority();
   }
   return a.arrival < b.arrival;
 }
 
-void Scheduler::insert_waiting(SchedRequest* r) {
+void Scheduler::insert_waiting(Request* r) {
   r->status = RequestStatus::kWaiting;
   auto pos = std::upper_bound(waiting_.begin(), waiting_.end(), r,
-                              [&](const SchedRequest* a, const SchedRequest* b) { return runs_before(*a, *b); });
+                              [&](const Request* a, const Request* b) { return runs_before(*a, *b); });
   waiting_.insert(pos, r);
 }
 
-void Scheduler::add(std::unique_ptr<SchedRequest> request) {
+void Scheduler::add(std::unique_ptr<Request> request) {
   if (request->tokens.empty()) throw Error("scheduler: request without tokens");
-  SchedRequest* r = request.get();
-  owned_.push_back(std::move(request));
+  if (owned_.count(request->id) != 0) throw Error("scheduler: duplicate request id " + std::to_string(request->id));
+  Request* r = request.get();
+  r->arrival = arrivals_++;
+  owned_.emplace(r->id, std::move(request));
   insert_waiting(r);
 }
 
-SchedRequest* Scheduler::find(RequestId id) {
-  for (auto& r : owned_) {
-    if (r->id == id) return r.get();
-  }
-  return nullptr;
+Request* Scheduler::find(RequestId id) {
+  const auto it = owned_.find(id);
+  return it == owned_.end() ? nullptr : it->second.get();
 }
 
 bool Scheduler::remove(RequestId id) {
-  const auto it = std::find_if(owned_.begin(), owned_.end(), [&](const auto& r) { return r->id == id; });
+  const auto it = owned_.find(id);
   if (it == owned_.end()) return false;
-  SchedRequest* r = it->get();
+  Request* r = it->second.get();
   kv_.free(r->kv);
   running_.erase(std::remove(running_.begin(), running_.end(), r), running_.end());
   waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), r), waiting_.end());
@@ -53,22 +66,29 @@ bool Scheduler::remove(RequestId id) {
   return true;
 }
 
-SchedRequest* Scheduler::pick_victim() const {
-  SchedRequest* victim = nullptr;
-  for (SchedRequest* r : running_) {
+int64_t Scheduler::kv_context_tokens() const {
+  int64_t n = 0;
+  for (const auto& [id, r] : owned_) n += r->n_computed;
+  return n;
+}
+
+Request* Scheduler::pick_victim() const {
+  Request* victim = nullptr;
+  for (Request* r : running_) {
     if (!victim || runs_before(*victim, *r)) victim = r;
   }
   return victim;
 }
 
-void Scheduler::preempt(SchedRequest* victim, SchedulerOutput& out) {
+void Scheduler::preempt(Request* victim, SchedulerOutput& out) {
   // Recompute-style preemption: the victim drops its blocks (full ones stay in the
   // prefix cache, so its recompute is often cheap) and keeps its generated tokens.
   kv_.free(victim->kv);
   victim->n_computed = 0;
   victim->prefix_matched = false;
+  victim->prompt_logits.clear();  // recomputed with the prompt
   ++victim->n_preemptions;
-  ++n_preemptions_;
+  ++stats_.preemptions;
   running_.erase(std::remove(running_.begin(), running_.end(), victim), running_.end());
   insert_waiting(victim);
   out.preempted.push_back(victim->id);
@@ -83,13 +103,13 @@ SchedulerOutput Scheduler::schedule() {
   int64_t budget = config_.max_batch_tokens;
 
   // Stage 1: running requests, decodes first, then unfinished prefills, each in policy order.
-  std::vector<SchedRequest*> order = running_;
-  std::stable_sort(order.begin(), order.end(), [&](const SchedRequest* a, const SchedRequest* b) {
+  std::vector<Request*> order = running_;
+  std::stable_sort(order.begin(), order.end(), [&](const Request* a, const Request* b) {
     const bool da = a->n_pending() == 1, db = b->n_pending() == 1;
     if (da != db) return da;
     return runs_before(*a, *b);
   });
-  for (SchedRequest* r : order) {
+  for (Request* r : order) {
     if (r->status != RequestStatus::kRunning || budget <= 0) continue;
     int64_t n = std::min(r->n_pending(), chunk_limit());
     if (n > budget) {
@@ -103,7 +123,7 @@ SchedulerOutput Scheduler::schedule() {
     }
     bool self_preempted = false;
     while (!kv_.allocate(r->kv, r->n_computed + n)) {
-      SchedRequest* victim = pick_victim();
+      Request* victim = pick_victim();
       preempt(victim, out);
       if (victim == r) {
         self_preempted = true;
@@ -127,9 +147,10 @@ SchedulerOutput Scheduler::schedule() {
   // taken by a newcomer while the preempted request waits.
   while (out.preempted.empty() && !waiting_.empty() && budget > 0 &&
          static_cast<int32_t>(running_.size()) < config_.max_seqs) {
-    SchedRequest* r = waiting_.front();
+    Request* r = waiting_.front();
     if (!r->prefix_matched) {
-      r->n_computed = kv_.match_prefix(r->kv, r->tokens);
+      // A request that wants its prompt's logits computes those positions.
+      r->n_computed = kv_.match_prefix(r->kv, r->tokens, r->started() ? INT64_MAX : r->prompt_logits_from());
       if (r->n_preemptions == 0) r->n_cached_prompt = static_cast<int32_t>(r->n_computed);
       r->prefix_matched = true;
     }
@@ -158,6 +179,80 @@ SchedulerOutput Scheduler::schedule() {
     (s.request->n_pending() == 1 ? out.n_decode_tokens : out.n_prefill_tokens) += s.n_tokens;
   }
   return out;
+}
+
+bool Scheduler::is_stop_token(const Request& r, int32_t token) const {
+  const auto& ids = r.options.stop.stop_token_ids;
+  return std::find(ids.begin(), ids.end(), token) != ids.end() ||
+         std::find(config_.eog_tokens.begin(), config_.eog_tokens.end(), token) != config_.eog_tokens.end();
+}
+
+void Scheduler::update_from_output(const SchedulerOutput& plan, const RunnerOutput& result, StepOutputs& outputs) {
+  if (result.sampled.size() != plan.scheduled.size()) throw Error("scheduler: runner output does not match the plan");
+  const auto n_vocab = static_cast<size_t>(result.n_vocab);
+  for (size_t i = 0; i < plan.scheduled.size(); ++i) {
+    Request& r = *plan.scheduled[i].request;
+    const int64_t n_tokens = plan.scheduled[i].n_tokens;
+    if (r.first_scheduled_s < 0) r.first_scheduled_s = result.started_s;
+    if (r.prefilling()) stats_.prompt_tokens += std::min<int64_t>(n_tokens, r.n_prompt - r.n_computed);
+    if (i < result.prompt_rows.size() && result.prompt_rows[i].n_rows > 0) {
+      const auto first = result.logits.begin() + static_cast<ptrdiff_t>(result.prompt_rows[i].first_row * n_vocab);
+      r.prompt_logits.insert(r.prompt_logits.end(), first,
+                             first + static_cast<ptrdiff_t>(result.prompt_rows[i].n_rows * n_vocab));
+    }
+    r.n_computed += n_tokens;
+    kv_.commit(r.kv, std::span<const int32_t>(r.tokens.data(), static_cast<size_t>(r.n_computed)));
+    const int32_t tok = result.sampled[i];
+    if (tok < 0) continue;
+
+    if (r.first_token_s < 0) r.first_token_s = result.finished_s;
+    RequestOutput& o = outputs.add(r.id);
+    o.n_prompt = r.n_prompt;
+    o.n_cached_prompt = r.n_cached_prompt;
+    if (!r.prompt_logits.empty()) o.prompt_logits.swap(r.prompt_logits);
+    const StopConditions& stop = r.options.stop;
+    if (stop.max_tokens == 0) {  // only the prompt's logits were asked for
+      finish(r, FinishReason::kLength, o, result.finished_s);
+      continue;
+    }
+    if (r.options.logprobs >= 0) o.logprobs.push_back(result.logprobs[i]);
+    const bool may_stop = !stop.ignore_eos && r.n_generated >= stop.min_tokens;
+    if (may_stop && is_stop_token(r, tok)) {
+      o.logprobs.clear();
+      o.n_generated = r.n_generated;
+      finish(r, FinishReason::kStop, o, result.finished_s);
+      continue;
+    }
+    r.tokens.push_back(tok);
+    ++r.n_generated;
+    ++stats_.generation_tokens;
+    o.new_tokens.push_back(tok);
+    o.n_generated = r.n_generated;
+    // The newest token is never written to the KV cache unless the request goes on, so a
+    // request may hold one token more than the context: it stops when the next step would
+    // not fit.
+    const bool at_limit = config_.max_model_len > 0 && static_cast<int64_t>(r.tokens.size()) > config_.max_model_len;
+    if (r.n_generated >= stop.max_tokens || at_limit) finish(r, FinishReason::kLength, o, result.finished_s);
+  }
+}
+
+void Scheduler::finish(Request& r, FinishReason reason, RequestOutput& o, double now_s) {
+  o.finish = reason;
+  o.queue_s = (r.first_scheduled_s >= 0 ? r.first_scheduled_s : now_s) - r.arrival_s;
+  o.ttft_s = r.first_token_s >= 0 ? r.first_token_s - r.arrival_s : 0.0;
+  o.e2e_s = now_s - r.arrival_s;
+  remove(r.id);  // frees the KV blocks now
+}
+
+bool Scheduler::finish(RequestId id, FinishReason reason, StepOutputs& outputs, double now_s) {
+  Request* r = find(id);
+  if (!r) return false;
+  RequestOutput& o = outputs.add(id);
+  o.n_prompt = r->n_prompt;
+  o.n_cached_prompt = r->n_cached_prompt;
+  o.n_generated = r->n_generated;
+  finish(*r, reason, o, now_s);
+  return true;
 }
 
 }  // namespace strata

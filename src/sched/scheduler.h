@@ -1,17 +1,22 @@
-// Decides, each step, which requests run and how many tokens each computes, under a
-// token budget and a sequence cap, with chunked prefill and preemption when the KV pool
-// runs out. Two stages, as in TensorRT-LLM's batch manager: capacity (can this request's
-// KV fit? preempt someone if a running request cannot grow) and the token budget
-// (decodes first, then prefill chunks of at most prefill_chunk tokens).
+// Owns the live requests and decides, each step, which of them run and how many tokens
+// each computes, under a token budget and a sequence cap, with chunked prefill and
+// preemption when the KV pool runs out. schedule() has two stages, as TensorRT-LLM's
+// batch manager does: capacity (can this request's KV grow? preempt someone if not) for
+// the running requests, then admission of waiting ones within the token budget. After
+// the model ran, update_from_output() advances every scheduled request: the one place a
+// request's state changes.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "kv/kv_manager.h"
 #include "sched/request.h"
+#include "sched/runner_output.h"
 #include "sched/scheduler_output.h"
 
 namespace strata {
@@ -23,6 +28,26 @@ struct SchedulerConfig {
   int64_t max_batch_tokens = 2048;  // tokens per step at most
   int64_t prefill_chunk = 512;      // prompt tokens per request per step at most (0 = no chunking)
   SchedulePolicy policy = SchedulePolicy::kFcfs;
+  int64_t max_model_len = 0;        // KV positions a request may use; it stops (length) beyond; 0 = no limit
+  std::vector<int32_t> eog_tokens = {};  // the model's end-of-generation ids
+};
+
+// The outputs of one step, reused from step to step (their vectors keep their capacity).
+class StepOutputs {
+ public:
+  RequestOutput& add(RequestId id);
+  void clear() { n_ = 0; }
+  std::span<const RequestOutput> view() const { return {outputs_.data(), n_}; }
+
+ private:
+  std::vector<RequestOutput> outputs_;
+  size_t n_ = 0;
+};
+
+struct SchedulerStats {
+  int64_t prompt_tokens = 0;      // prompt tokens computed (prefix-cache hits excluded)
+  int64_t generation_tokens = 0;  // tokens generated
+  int64_t preemptions = 0;
 };
 
 class Scheduler {
@@ -30,34 +55,50 @@ class Scheduler {
   Scheduler(const SchedulerConfig& config, KvManager& kv);
 
   // Takes ownership; the request waits until schedule() admits it.
-  void add(std::unique_ptr<SchedRequest> request);
-  // Frees the request's blocks and forgets it. Returns false if it is unknown.
-  bool remove(RequestId id);
-  SchedRequest* find(RequestId id);
+  void add(std::unique_ptr<Request> request);
+  Request* find(RequestId id);
 
   SchedulerOutput schedule();
+
+  // Applies a step's results: computed tokens advance and their full blocks are committed
+  // to the prefix cache; each sampled token is appended, or ends its request by a stop
+  // token or a length limit (which frees its blocks); one output per request that
+  // produced a token or finished goes to `outputs`.
+  void update_from_output(const SchedulerOutput& plan, const RunnerOutput& result, StepOutputs& outputs);
+
+  // Ends a request at once (its blocks are freed) with a final output of `reason`.
+  // False if it is unknown.
+  bool finish(RequestId id, FinishReason reason, StepOutputs& outputs, double now_s);
+  // Frees the request's blocks and forgets it, without an output. False if unknown.
+  bool remove(RequestId id);
 
   size_t n_running() const { return running_.size(); }
   size_t n_waiting() const { return waiting_.size(); }
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
-  int64_t n_preemptions() const { return n_preemptions_; }
+  int64_t n_preemptions() const { return stats_.preemptions; }
+  const SchedulerStats& stats() const { return stats_; }
+  // Tokens in the KV of live requests.
+  int64_t kv_context_tokens() const;
   const SchedulerConfig& config() const { return config_; }
 
  private:
   // True if `a` should run before `b` (policy order).
-  bool runs_before(const SchedRequest& a, const SchedRequest& b) const;
-  void insert_waiting(SchedRequest* r);
+  bool runs_before(const Request& a, const Request& b) const;
+  void insert_waiting(Request* r);
   // Picks the running request to evict: lowest priority, then latest arrival.
-  SchedRequest* pick_victim() const;
-  void preempt(SchedRequest* victim, SchedulerOutput& out);
+  Request* pick_victim() const;
+  void preempt(Request* victim, SchedulerOutput& out);
   int64_t chunk_limit() const;
+  bool is_stop_token(const Request& r, int32_t token) const;
+  void finish(Request& r, FinishReason reason, RequestOutput& o, double now_s);
 
   SchedulerConfig config_;
   KvManager& kv_;
-  std::vector<std::unique_ptr<SchedRequest>> owned_;
-  std::vector<SchedRequest*> running_;
-  std::deque<SchedRequest*> waiting_;
-  int64_t n_preemptions_ = 0;
+  std::unordered_map<RequestId, std::unique_ptr<Request>> owned_;
+  std::vector<Request*> running_;
+  std::deque<Request*> waiting_;
+  uint64_t arrivals_ = 0;
+  SchedulerStats stats_;
 };
 
 }  // namespace strata

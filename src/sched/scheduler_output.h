@@ -11,7 +11,7 @@
 namespace strata {
 
 struct ScheduledRequest {
-  SchedRequest* request = nullptr;
+  Request* request = nullptr;
   int32_t n_tokens = 0;  // tokens computed this step, starting at request->n_computed
 };
 

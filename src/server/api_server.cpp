@@ -54,7 +54,7 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 
 ApiServer::ApiServer(ApiConfig config) : config_(std::move(config)) {}
 
-void ApiServer::attach(const Engine& engine, EngineLoop& loop, const PromptBuilder& prompts,
+void ApiServer::attach(const EngineCore& engine, EngineLoop& loop, const PromptBuilder& prompts,
                        int64_t max_running) {
   limits_.context_length = engine.context_length();
   admission_.emplace(max_running + config_.max_queued_requests);

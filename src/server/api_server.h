@@ -34,7 +34,7 @@ class ApiServer {
 
   // The model is loaded: the routes that need it go live and /health turns 200. The
   // arguments must outlive every request (the server shuts down before freeing them).
-  void attach(const Engine& engine, EngineLoop& loop, const PromptBuilder& prompts,
+  void attach(const EngineCore& engine, EngineLoop& loop, const PromptBuilder& prompts,
               int64_t max_running);
   // Generation requests are refused (503) from now on; /health reports 503.
   void begin_shutdown() { shutting_down_.store(true); }

@@ -28,7 +28,7 @@ namespace strata::server {
 // What every job shares; owned by the server, outlives the jobs.
 struct GenerationContext {
   EngineLoop& loop;
-  const Engine& engine;
+  const EngineCore& engine;
   const Tokenizer& tokenizer;
   ServerMetrics& metrics;
   Admission& admission;

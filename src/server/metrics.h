@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "strata/engine.h"
+#include "engine/engine_core.h"
 
 namespace strata::server {
 

@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "strata/engine.h"
+#include "engine/engine_core.h"
 #include "tokenizer/tokenizer.h"
 
 namespace strata::server {

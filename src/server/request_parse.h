@@ -11,7 +11,7 @@
 #include <variant>
 #include <vector>
 
-#include "strata/engine.h"
+#include "engine/engine_core.h"
 
 namespace strata::server {
 

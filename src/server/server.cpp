@@ -15,7 +15,7 @@ namespace strata::server {
 struct Server::Model {
   std::unique_ptr<strata::Model> model;
   std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<Engine> engine;
+  std::unique_ptr<EngineCore> engine;
   std::unique_ptr<PromptBuilder> prompts;
   std::unique_ptr<EngineLoop> loop;  // declared last: its thread stops before the engine goes
 };
@@ -48,8 +48,12 @@ void Server::load() {
   m->prompts = std::make_unique<PromptBuilder>(tok, tmpl);
   EngineConfig config = options_.engine;
   config.eog_tokens = eog_tokens(tok);
+  if (options_.head_map.enabled()) {
+    config.head_modes =
+        resolve_head_modes(options_.head_map, m->model->config().n_layers, m->model->config().n_kv_heads);
+  }
   m->pool = std::make_unique<ThreadPool>(options_.compute_threads);
-  m->engine = std::make_unique<Engine>(*m->model, *m->pool, config);
+  m->engine = std::make_unique<EngineCore>(*m->model, *m->pool, config);
   m->loop = std::make_unique<EngineLoop>(*m->engine);
   model_ = std::move(m);
   api_->attach(*model_->engine, *model_->loop, *model_->prompts, config.scheduler.max_seqs);

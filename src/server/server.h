@@ -11,7 +11,8 @@
 #include "model/model.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
-#include "strata/engine.h"
+#include "engine/engine_core.h"
+#include "eval/head_map.h"
 
 namespace strata::server {
 
@@ -20,6 +21,7 @@ struct ServeOptions {
   strata::Model::LoadOptions load;
   int compute_threads = 1;
   EngineConfig engine;  // eog_tokens are filled in from the model's tokenizer
+  HeadMapOptions head_map;  // sparse attention, resolved into engine.head_modes at load
   HttpServerConfig http;
   ApiConfig api;  // an empty served_model_name becomes the model file's stem
   double shutdown_timeout_s = 30;

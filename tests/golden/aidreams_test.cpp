@@ -7,7 +7,7 @@
 
 #include "support/tiny_models.h"
 #include "model/model.h"
-#include "runner/sequence_runner.h"
+#include "support/engine_runs.h"
 #include "sample/sampler.h"
 #include "support/paths.h"
 #include "support/process.h"
@@ -42,13 +42,11 @@ TEST(AidreamsGolden, PromptTokensMatchReference) {
 TEST(AidreamsGolden, LogitsAtEveryPromptPositionWithin1e4) {
   auto model = Model::load(aidreams_gguf());
   ThreadPool pool(2);
-  SequenceRunner runner(*model, pool, {});
+  EngineCore engine(*model, pool, testing::one_request_config());
   const int64_t n_vocab = model->config().n_vocab;
   for (const auto& c : aidreams_ref()["cases"]) {
-    runner.reset();
     const auto prompt = c["prompt_tokens"].get<std::vector<int32_t>>();
-    std::vector<float> all;
-    runner.feed(prompt, &all);
+    const std::vector<float> all = testing::prompt_logits(engine, prompt);
     const auto& rows = c["logits"];
     ASSERT_EQ(rows.size(), prompt.size());
     for (size_t p = 0; p < prompt.size(); ++p) {
@@ -62,19 +60,11 @@ TEST(AidreamsGolden, LogitsAtEveryPromptPositionWithin1e4) {
 TEST(AidreamsGolden, GreedyContinuationMatchesReference) {
   auto model = Model::load(aidreams_gguf());
   ThreadPool pool(2);
-  SequenceRunner runner(*model, pool, {});
+  EngineCore engine(*model, pool, testing::one_request_config());
   for (const auto& c : aidreams_ref()["cases"]) {
-    runner.reset();
     const auto prompt = c["prompt_tokens"].get<std::vector<int32_t>>();
     const auto want = c["greedy_tokens"].get<std::vector<int32_t>>();
-    SamplingParams greedy;
-    greedy.temperature = 0.0f;
-    Sampler sampler(greedy, model->config().n_vocab);
-    GenerateOptions go;
-    go.max_new_tokens = static_cast<int64_t>(want.size());
-    go.ignore_eos = true;
-    const auto got = generate(runner, prompt, sampler, go, [](int32_t) { return false; },
-                              [](int32_t) { return true; });
+    const auto got = testing::greedy_tokens(engine, prompt, static_cast<int32_t>(want.size()));
     EXPECT_EQ(got, want) << c["prompt_text"];
   }
 }
@@ -122,17 +112,9 @@ TEST(AidreamsGolden, Q8_0QuantizedKeepsFirst40GreedyTokens) {
   EXPECT_EQ(n_q8, 4 * 6);
   EXPECT_EQ(model->file().tensor("token_embd.weight").type, DType::F16);
   ThreadPool pool(2);
-  SequenceRunner runner(*model, pool, {});
+  EngineCore engine(*model, pool, testing::one_request_config());
   for (const auto& c : aidreams_ref()["cases"]) {
-    runner.reset();
-    SamplingParams greedy;
-    greedy.temperature = 0.0f;
-    Sampler sampler(greedy, model->config().n_vocab);
-    GenerateOptions go;
-    go.max_new_tokens = 40;
-    go.ignore_eos = true;
-    const auto got = generate(runner, c["prompt_tokens"].get<std::vector<int32_t>>(), sampler, go,
-                              [](int32_t) { return false; }, [](int32_t) { return true; });
+    const auto got = testing::greedy_tokens(engine, c["prompt_tokens"].get<std::vector<int32_t>>(), 40);
     const auto want = c["greedy_tokens"].get<std::vector<int32_t>>();
     EXPECT_EQ(got, std::vector<int32_t>(want.begin(), want.begin() + 40)) << c["prompt_text"];
   }

@@ -6,7 +6,7 @@
 
 #include "support/tiny_models.h"
 #include "model/model.h"
-#include "runner/sequence_runner.h"
+#include "support/engine_runs.h"
 #include "sample/sampler.h"
 
 namespace strata {
@@ -22,10 +22,9 @@ TEST(GqaGolden, LogitsAndGreedyContinuationMatchReference) {
   auto model = Model::load(testing::gqa_gguf());
   ThreadPool pool(2);
   for (const auto& c : testing::gqa_ref()["cases"]) {
-    SequenceRunner runner(*model, pool, {});
+    EngineCore engine(*model, pool, testing::one_request_config());
     const auto prompt = c["prompt_tokens"].get<std::vector<int32_t>>();
-    std::vector<float> all;
-    runner.feed(prompt, &all);
+    const std::vector<float> all = testing::prompt_logits(engine, prompt);
     const auto& rows = c["logits"];
     const auto n_vocab = static_cast<size_t>(model->config().n_vocab);
     for (size_t p = 0; p < rows.size(); ++p) {
@@ -37,16 +36,8 @@ TEST(GqaGolden, LogitsAndGreedyContinuationMatchReference) {
       }
       EXPECT_LT(max_diff / max_abs, 1e-4) << "position " << p;
     }
-    runner.reset();
     const auto want = c["greedy_tokens"].get<std::vector<int32_t>>();
-    SamplingParams greedy;
-    greedy.temperature = 0.0f;
-    Sampler sampler(greedy, model->config().n_vocab);
-    GenerateOptions go;
-    go.max_new_tokens = static_cast<int64_t>(want.size());
-    go.ignore_eos = true;
-    const auto got = generate(runner, prompt, sampler, go, [](int32_t) { return false; },
-                              [](int32_t) { return true; });
+    const auto got = testing::greedy_tokens(engine, prompt, static_cast<int32_t>(want.size()));
     EXPECT_EQ(got, want);
   }
 }

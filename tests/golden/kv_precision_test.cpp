@@ -11,7 +11,7 @@
 #include <cstdio>
 
 #include "model/model.h"
-#include "runner/sequence_runner.h"
+#include "support/engine_runs.h"
 #include "sample/sampler.h"
 #include "support/paths.h"
 #include "support/process.h"
@@ -29,12 +29,7 @@ struct Drift {
 
 std::vector<float> all_logits(Model& model, ThreadPool& pool, DType kv,
                               const std::vector<int32_t>& tokens) {
-  SequenceRunnerOptions o;
-  o.kv_type = kv;
-  SequenceRunner runner(model, pool, o);
-  std::vector<float> all;
-  runner.feed(tokens, &all);
-  return all;
+  return testing::prompt_logits(model, pool, tokens, testing::one_request_config(kv));
 }
 
 // `other` (with a `kv` cache) against `base` (with an f32 cache).

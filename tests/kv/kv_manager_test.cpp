@@ -23,13 +23,13 @@ TEST(KvManager, AllocatesLowestIdsAndFailsWithoutPartialAllocation) {
   auto kv = make(4);
   SequenceKv a, b;
   ASSERT_TRUE(kv.allocate(a, 6));  // 2 blocks
-  EXPECT_EQ(a.block_table, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(a.block_table(), (std::vector<int32_t>{0, 1}));
   ASSERT_TRUE(kv.allocate(a, 8));  // still 2 blocks
-  EXPECT_EQ(a.block_table.size(), 2u);
+  EXPECT_EQ(a.block_table().size(), 2u);
   EXPECT_FALSE(kv.allocate(b, 12));  // needs 3, only 2 left
-  EXPECT_TRUE(b.block_table.empty());
+  EXPECT_TRUE(b.block_table().empty());
   ASSERT_TRUE(kv.allocate(b, 5));
-  EXPECT_EQ(b.block_table, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(b.block_table(), (std::vector<int32_t>{2, 3}));
   EXPECT_EQ(kv.usage().used, 4);
   kv.free(a);
   kv.free(b);
@@ -47,7 +47,7 @@ TEST(KvManager, PrefixHitReusesFullBlocksButNeverTheLastToken) {
 
   SequenceKv b;
   EXPECT_EQ(kv.match_prefix(b, tokens), 8);
-  EXPECT_EQ(b.block_table, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(b.block_table(), (std::vector<int32_t>{0, 1}));
   EXPECT_EQ(kv.ref_count(0), 2);
 
   // A prompt of exactly 8 tokens may reuse only the first block: its last token must run.
@@ -82,7 +82,7 @@ TEST(KvManager, FreedCachedBlocksAreEvictedLruTailFirst) {
   const auto tokens = iota_tokens(13);  // 3 full blocks + 1 token
   SequenceKv a;
   ASSERT_TRUE(kv.allocate(a, 13));
-  EXPECT_EQ(a.block_table, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(a.block_table(), (std::vector<int32_t>{0, 1, 2, 3}));
   kv.commit(a, tokens);
   kv.free(a);
   // Blocks 0..2 are cached, block 3 (partial) is free.
@@ -94,11 +94,11 @@ TEST(KvManager, FreedCachedBlocksAreEvictedLruTailFirst) {
   // tail first (block 2, then 1), keeping the head of the prefix longest.
   SequenceKv b;
   ASSERT_TRUE(kv.allocate(b, 12));
-  EXPECT_EQ(b.block_table, (std::vector<int32_t>{3, 2, 1}));
+  EXPECT_EQ(b.block_table(), (std::vector<int32_t>{3, 2, 1}));
   EXPECT_EQ(kv.evictions(), 2);
   SequenceKv c;
   EXPECT_EQ(kv.match_prefix(c, tokens), 4);  // block 0 survived
-  EXPECT_EQ(c.block_table, (std::vector<int32_t>{0}));
+  EXPECT_EQ(c.block_table(), (std::vector<int32_t>{0}));
   kv.free(b);
   kv.free(c);
   kv.clear_cache();

@@ -1,84 +1,15 @@
-// Sparse attention's KV bookkeeping: head maps (JSON, ratio cuts, errors) and the KV
-// manager's stream pool (bounded per sequence, released as blocks leave the window,
-// prefix hits that need the sinks and the last window cached).
+// Sparse attention's KV bookkeeping: the KV manager's stream pool (bounded per sequence,
+// released as blocks leave the window, prefix hits that need the sinks and the last
+// window cached).
 #include <gtest/gtest.h>
 
 #include <numeric>
 
 #include "core/error.h"
-#include "kv/head_modes.h"
 #include "kv/kv_manager.h"
 
 namespace strata {
 namespace {
-
-TEST(HeadMap, ModesWinOverScores) {
-  const HeadModes m = parse_head_map(
-      R"({"sink": 2, "window": 32, "modes": [["full", "streaming"], ["streaming", "streaming"]],
-          "scores": [[0, 1], [2, 3]]})",
-      {}, 2, 2);
-  EXPECT_EQ(m.sink, 2);
-  EXPECT_EQ(m.window, 32);
-  EXPECT_FALSE(m.is_streaming(0, 0));
-  EXPECT_TRUE(m.is_streaming(0, 1));
-  EXPECT_EQ(m.n_full(), 1);
-}
-
-TEST(HeadMap, ScoresCutAtTheRetrievalRatio) {
-  const std::string map = R"({"scores": [[0.9, 0.1, 0.5, 0.2], [0.05, 0.8, 0.3, 0.0]]})";
-  HeadMapOptions o;
-  o.retrieval_ratio = 0.25;  // 2 of 8 heads
-  HeadModes m = parse_head_map(map, o, 2, 4);
-  EXPECT_EQ(m.n_full(), 2);
-  EXPECT_FALSE(m.is_streaming(0, 0));
-  EXPECT_FALSE(m.is_streaming(1, 1));
-  EXPECT_EQ(m.sink, 4);  // defaults
-  EXPECT_EQ(m.window, 64);
-  o.retrieval_ratio = 0.5;
-  o.window = 16;
-  m = parse_head_map(map, o, 2, 4);
-  EXPECT_EQ(m.n_full(), 4);
-  EXPECT_FALSE(m.is_streaming(0, 2));
-  EXPECT_FALSE(m.is_streaming(1, 2));
-  EXPECT_EQ(m.window, 16);
-  o.retrieval_ratio = 1.0;
-  EXPECT_EQ(parse_head_map(map, o, 2, 4).n_streaming(), 0);
-}
-
-TEST(HeadMap, RejectsBadMaps) {
-  HeadMapOptions o;
-  o.retrieval_ratio = 0.5;
-  for (const char* bad : {"not json", "[]", "{}", R"({"modes": [["full"]]})", R"({"modes": [["full", "half"]]})",
-                          R"({"scores": [["a", 1]]})", R"({"window": 0, "modes": [["full", "full"]]})",
-                          R"({"sink": -1, "modes": [["full", "full"]]})"}) {
-    EXPECT_THROW(parse_head_map(bad, o, 1, 2), Error) << bad;
-  }
-  EXPECT_THROW(parse_head_map(R"({"scores": [[1, 2]]})", {}, 1, 2), Error);  // no ratio
-  o.retrieval_ratio = 1.5;
-  EXPECT_THROW(parse_head_map(R"({"scores": [[1, 2]]})", o, 1, 2), Error);
-}
-
-TEST(HeadMap, RatioWithoutAMapKeepsTheFirstHeadsOfEachLayer) {
-  HeadMapOptions o;
-  o.retrieval_ratio = 0.25;
-  o.window = 256;
-  const HeadModes m = resolve_head_modes(o, 3, 8);
-  EXPECT_EQ(m.n_full(), 6);
-  EXPECT_FALSE(m.is_streaming(2, 1));
-  EXPECT_TRUE(m.is_streaming(2, 2));
-  EXPECT_EQ(m.window, 256);
-  EXPECT_TRUE(resolve_head_modes({}, 3, 8).dense());
-}
-
-TEST(HeadMap, JsonRoundTrip) {
-  HeadMapOptions o;
-  o.retrieval_ratio = 0.5;
-  const HeadModes m = parse_head_map(R"({"sink": 1, "window": 9, "scores": [[3, 1], [2, 4]]})", o, 2, 2);
-  const HeadModes again = parse_head_map(head_map_json(m, {{3, 1}, {2, 4}}), {}, 2, 2);
-  EXPECT_EQ(again.streaming, m.streaming);
-  EXPECT_EQ(again.sink, 1);
-  EXPECT_EQ(again.window, 9);
-}
 
 // Block size 4, sink 4 (one block), window 8.
 KvManager sparse_manager(int32_t blocks, int32_t stream_blocks, bool cache) {
@@ -100,14 +31,14 @@ TEST(SparseKv, StreamBlocksStayBoundedWhileDecoding) {
     kv.commit(seq, std::span<const int32_t>(tokens.data(), static_cast<size_t>(n)));
     // Held: the sink block plus the blocks covering positions (n - 8, n].
     int held = 0;
-    for (int32_t b : seq.stream_table) held += b >= 0;
+    for (int32_t b : seq.stream_table()) held += b >= 0;
     ASSERT_LE(held, 1 + 3) << n;
     // Every block the next query reads is held.
     const int64_t first = std::max<int64_t>(0, n + 1 - 8) / 4;
-    for (int64_t bi = first; bi < static_cast<int64_t>(seq.stream_table.size()); ++bi) {
-      ASSERT_GE(seq.stream_table[static_cast<size_t>(bi)], 0) << n;
+    for (int64_t bi = first; bi < static_cast<int64_t>(seq.stream_table().size()); ++bi) {
+      ASSERT_GE(seq.stream_table()[static_cast<size_t>(bi)], 0) << n;
     }
-    ASSERT_GE(seq.stream_table[0], 0);
+    ASSERT_GE(seq.stream_table()[0], 0);
   }
   EXPECT_EQ(kv.usage().used, 50);  // full heads: every block
   EXPECT_LE(kv.stream_usage().used, 4);
@@ -121,8 +52,8 @@ TEST(SparseKv, AllocationFailsWhenEitherPoolRunsOut) {
   KvManager kv = sparse_manager(64, 3, false);
   SequenceKv seq;
   EXPECT_FALSE(kv.allocate(seq, 16));  // a 16-token chunk needs 4 stream blocks at once
-  EXPECT_TRUE(seq.block_table.empty());
-  EXPECT_TRUE(seq.stream_table.empty());
+  EXPECT_TRUE(seq.block_table().empty());
+  EXPECT_TRUE(seq.stream_table().empty());
   EXPECT_TRUE(kv.allocate(seq, 12));
   EXPECT_EQ(kv.usage().used, 3);
 }
@@ -137,10 +68,10 @@ TEST(SparseKv, PrefixHitNeedsSinksAndWindowCached) {
   SequenceKv b;
   EXPECT_EQ(kv.match_prefix(b, tokens), 40);
   // Holds the sink block and the window blocks of position 40: keys >= 33, blocks 8, 9.
-  EXPECT_GE(b.stream_table[0], 0);
-  EXPECT_EQ(b.stream_table[1], -1);
-  EXPECT_GE(b.stream_table[8], 0);
-  EXPECT_GE(b.stream_table[9], 0);
+  EXPECT_GE(b.stream_table()[0], 0);
+  EXPECT_EQ(b.stream_table()[1], -1);
+  EXPECT_GE(b.stream_table()[8], 0);
+  EXPECT_GE(b.stream_table()[9], 0);
   kv.free(b);
 
   // Evict the cached stream blocks of the window: the hit shrinks to where a window is cached.
@@ -163,7 +94,7 @@ TEST(SparseKv, DenseManagerHasNoStreamPool) {
   KvManager kv({16, 4, true, 7});
   SequenceKv seq;
   ASSERT_TRUE(kv.allocate(seq, 30));
-  EXPECT_TRUE(seq.stream_table.empty());
+  EXPECT_TRUE(seq.stream_table().empty());
   EXPECT_FALSE(kv.sparse());
 }
 

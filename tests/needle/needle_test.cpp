@@ -172,7 +172,7 @@ TEST(NeedlePrompt, PlacesKeyAndValueAtTheDepth) {
 
 TEST(Needle, DenseAttentionRetrievesAtEveryContextAndDepth) {
   auto model = load(induction_bytes());
-  SequenceRunnerOptions ro;
+  EngineConfig ro;
   for (int64_t ctx : {256, 1000, 4000}) {
     for (double depth : {0.05, 0.5, 0.95}) {
       const int64_t trials = ctx >= 4000 ? 1 : ctx >= 1000 ? 3 : 4;
@@ -184,7 +184,7 @@ TEST(Needle, DenseAttentionRetrievesAtEveryContextAndDepth) {
 
 TEST(Needle, F16ModelAndF16CacheRetrieveToo) {
   auto model = load(induction_bytes(DType::F16));
-  SequenceRunnerOptions ro;
+  EngineConfig ro;
   ro.kv_type = DType::F16;
   for (double depth : {0.05, 0.95}) {
     const auto r = needle_accuracy(*model, ro, 1000, depth, 3, 2, pool());
@@ -201,7 +201,7 @@ TEST(Needle, WithoutTheRetrievalHeadAccuracyFallsToChance) {
   auto ablated = load(zero_head_outputs(induction_bytes(), "blk.1.attn_output.weight",
                                         info.retrieval_kv_head * group, group, info.head_dim));
   auto intact = load(induction_bytes());
-  SequenceRunnerOptions ro;
+  EngineConfig ro;
   int64_t correct = 0, trials = 0;
   for (double depth : {0.05, 0.5, 0.95}) {
     const auto a = needle_accuracy(*ablated, ro, 500, depth, 20, 3, pool());

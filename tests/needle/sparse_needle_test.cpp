@@ -34,7 +34,7 @@ HeadModes modes_with(const Model& m, const NeedleTask& task, bool retrieval_stre
 
 double accuracy(Model& model, const HeadModes& modes, int64_t ctx,
                 std::initializer_list<double> depths = {0.05, 0.5, 0.95}) {
-  SequenceRunnerOptions o;
+  EngineConfig o;
   o.head_modes = modes;
   int64_t correct = 0, trials = 0;
   for (double depth : depths) {

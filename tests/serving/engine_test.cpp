@@ -1,4 +1,4 @@
-// Engine behaviour beyond equivalence: aborts free everything, cache salts isolate,
+// EngineCore behaviour beyond equivalence: aborts free everything, cache salts isolate,
 // stop conditions, logprobs, and the thread-safe EngineLoop front.
 #include <gtest/gtest.h>
 
@@ -33,10 +33,10 @@ RequestOptions greedy(int max_tokens) {
   return o;
 }
 
-TEST(Engine, AbortDuringPrefillAndDecodeFreesEverything) {
+TEST(EngineCore, AbortDuringPrefillAndDecodeFreesEverything) {
   auto model = Model::load(testing::aidreams_gguf());
   ThreadPool pool(2);
-  Engine engine(*model, pool, roomy());
+  EngineCore engine(*model, pool, roomy());
   const RequestId a = engine.add_request(prompt_of(60), greedy(20));  // 8-token chunks: prefilling for a while
   const RequestId b = engine.add_request(prompt_of(5, 1), greedy(50));
   engine.step();
@@ -59,10 +59,10 @@ TEST(Engine, AbortDuringPrefillAndDecodeFreesEverything) {
   EXPECT_FALSE(engine.abort(b));
 }
 
-TEST(Engine, CacheSaltIsolatesIdenticalPrompts) {
+TEST(EngineCore, CacheSaltIsolatesIdenticalPrompts) {
   auto model = Model::load(testing::aidreams_gguf());
   ThreadPool pool(2);
-  Engine engine(*model, pool, roomy());
+  EngineCore engine(*model, pool, roomy());
   auto run_one = [&](const std::string& salt) {
     auto o = greedy(4);
     o.cache_salt = salt;
@@ -75,10 +75,10 @@ TEST(Engine, CacheSaltIsolatesIdenticalPrompts) {
   testing::expect_no_leaks(engine);
 }
 
-TEST(Engine, MultiTurnChatReusesThePreviousTurn) {
+TEST(EngineCore, MultiTurnChatReusesThePreviousTurn) {
   auto model = Model::load(testing::aidreams_gguf());
   ThreadPool pool(2);
-  Engine engine(*model, pool, roomy());
+  EngineCore engine(*model, pool, roomy());
   auto turn1 = prompt_of(40);
   const auto r1 = generate(engine, nullptr, {{"t1", turn1, greedy(10)}})[0];
   auto turn2 = turn1;
@@ -88,10 +88,10 @@ TEST(Engine, MultiTurnChatReusesThePreviousTurn) {
   EXPECT_EQ(r2.n_cached_prompt, 48);  // turn 1's prompt and output, whole blocks only
 }
 
-TEST(Engine, StopTokensMinTokensAndLength) {
+TEST(EngineCore, StopTokensMinTokensAndLength) {
   auto model = Model::load(testing::aidreams_gguf());
   ThreadPool pool(2);
-  Engine engine(*model, pool, roomy());
+  EngineCore engine(*model, pool, roomy());
   const auto free_run = generate(engine, nullptr, {{"a", prompt_of(7), greedy(12)}})[0];
   ASSERT_EQ(free_run.tokens.size(), 12u);
   EXPECT_EQ(free_run.finish, FinishReason::kLength);
@@ -111,10 +111,10 @@ TEST(Engine, StopTokensMinTokensAndLength) {
   testing::expect_no_leaks(engine);
 }
 
-TEST(Engine, LogprobsAreNormalisedAndMatchTheChosenToken) {
+TEST(EngineCore, LogprobsAreNormalisedAndMatchTheChosenToken) {
   auto model = Model::load(testing::aidreams_gguf());
   ThreadPool pool(1);
-  Engine engine(*model, pool, roomy());
+  EngineCore engine(*model, pool, roomy());
   auto o = greedy(3);
   o.logprobs = 5;
   engine.add_request(prompt_of(9), o);
@@ -134,10 +134,10 @@ TEST(Engine, LogprobsAreNormalisedAndMatchTheChosenToken) {
   EXPECT_EQ(seen, 3);
 }
 
-TEST(Engine, RejectsInvalidRequests) {
+TEST(EngineCore, RejectsInvalidRequests) {
   auto model = Model::load(testing::aidreams_gguf());
   ThreadPool pool(1);
-  Engine engine(*model, pool, roomy());
+  EngineCore engine(*model, pool, roomy());
   EXPECT_THROW(engine.add_request({}, greedy(1)), Error);
   EXPECT_THROW(engine.add_request({1, 99999}, greedy(1)), Error);
   EXPECT_THROW(engine.add_request(prompt_of(128), greedy(1)), Error);  // fills the 128-token context
@@ -154,10 +154,10 @@ TEST(EngineLoop, ConcurrentSubmissionsMatchSequentialResults) {
   ThreadPool pool(2);
   std::vector<std::vector<int32_t>> want;
   {
-    Engine engine(*model, pool, roomy());
+    EngineCore engine(*model, pool, roomy());
     for (int i = 0; i < 16; ++i) want.push_back(generate(engine, nullptr, {{"", prompt_of(5 + i, i), greedy(10)}})[0].tokens);
   }
-  Engine engine(*model, pool, roomy());
+  EngineCore engine(*model, pool, roomy());
   EngineLoop loop(engine);
   std::vector<std::promise<std::vector<int32_t>>> results(16);
   std::vector<std::thread> clients;
@@ -179,7 +179,7 @@ TEST(EngineLoop, ConcurrentSubmissionsMatchSequentialResults) {
 TEST(EngineLoop, AbortFromAnotherThreadEndsTheRequest) {
   auto model = Model::load(testing::aidreams_gguf());
   ThreadPool pool(1);
-  Engine engine(*model, pool, roomy());
+  EngineCore engine(*model, pool, roomy());
   EngineLoop loop(engine);
   std::promise<FinishReason> done;
   std::atomic<int> tokens{0};

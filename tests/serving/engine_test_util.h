@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/offline.h"
-#include "strata/engine.h"
+#include "engine/engine_core.h"
 
 namespace strata::testing {
 
@@ -46,7 +46,7 @@ inline std::vector<OfflineRequest> random_requests(size_t n, int64_t n_vocab, in
 
 // Asserts that the engine holds nothing: no request queued or running and every block
 // either free or cached (reclaimable).
-inline void expect_no_leaks(const Engine& engine) {
+inline void expect_no_leaks(const EngineCore& engine) {
   const auto m = engine.metrics();
   EXPECT_EQ(m.running, 0);
   EXPECT_EQ(m.waiting, 0);

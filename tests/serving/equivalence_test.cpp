@@ -33,7 +33,7 @@ Outcome run(Model& model, const std::vector<OfflineRequest>& requests, const Sce
   c.scheduler.max_seqs = 64;
   c.scheduler.max_batch_tokens = 1024;
   c.scheduler.prefill_chunk = s.prefill_chunk;
-  Engine engine(model, pool, c);
+  EngineCore engine(model, pool, c);
   Outcome out;
   if (s.one_at_a_time) {
     for (const auto& r : requests) {

@@ -7,8 +7,8 @@
 #include <random>
 
 #include "model/model.h"
-#include "runner/sequence_runner.h"
-#include "strata/engine.h"
+#include "engine/engine_core.h"
+#include "support/engine_runs.h"
 #include "support/tiny_models.h"
 
 namespace strata {
@@ -44,13 +44,11 @@ std::vector<uint8_t> one_full_per_layer(const Model& m) {
 std::vector<float> all_logits(Model& model, const HeadModes& m, const std::vector<int32_t>& prompt,
                               int64_t chunk) {
   ThreadPool pool(2);
-  SequenceRunnerOptions o;
-  o.head_modes = m;
-  o.max_batch_tokens = chunk;
-  SequenceRunner runner(model, pool, o);
-  std::vector<float> all;
-  runner.feed(prompt, &all);
-  return all;
+  EngineConfig c = testing::one_request_config();
+  c.head_modes = m;
+  c.scheduler.prefill_chunk = chunk;
+  c.scheduler.max_batch_tokens = chunk;
+  return testing::prompt_logits(model, pool, prompt, c);
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -86,7 +84,7 @@ TEST_F(SparseModel, SmallWindowChangesTheOutputButNotWithChunking) {
   EXPECT_TRUE(same_bits(a, all_logits(*model_, m, prompt, 300)));
 }
 
-std::vector<int32_t> greedy(Engine& engine, const std::vector<int32_t>& prompt, int n, int32_t* cached) {
+std::vector<int32_t> greedy(EngineCore& engine, const std::vector<int32_t>& prompt, int n, int32_t* cached) {
   RequestOptions o;
   o.sampling.temperature = 0;
   o.stop.max_tokens = n;
@@ -119,24 +117,17 @@ TEST_F(SparseModel, EngineMatchesTheRunnerAndPrefixHitsAreExact) {
   for (int32_t t : random_prompt(30, 5)) prompt_b.push_back(t);
 
   // Reference: no prefix cache.
-  Engine cold(*model_, pool, sparse_config(*model_, false));
+  EngineCore cold(*model_, pool, sparse_config(*model_, false));
   const auto ref_b = greedy(cold, prompt_b, 40, nullptr);
 
-  // The runner (single sequence, one big chunk) agrees with the engine.
+  // A single sequence prefilled in one big chunk agrees with the serving configuration.
   {
-    SequenceRunnerOptions o;
-    o.head_modes = sparse_config(*model_, false).head_modes;
-    SequenceRunner runner(*model_, pool, o);
-    Sampler sampler(SamplingParams{.temperature = 0}, model_->config().n_vocab);
-    GenerateOptions g;
-    g.max_new_tokens = 40;
-    g.ignore_eos = true;
-    const auto out = generate(runner, prompt_b, sampler, g, [](int32_t) { return false; },
-                              [](int32_t) { return true; });
-    EXPECT_EQ(out, ref_b);
+    EngineConfig c = testing::one_request_config();
+    c.head_modes = sparse_config(*model_, false).head_modes;
+    EXPECT_EQ(testing::greedy_tokens(*model_, pool, prompt_b, 40, c), ref_b);
   }
 
-  Engine warm(*model_, pool, sparse_config(*model_, true));
+  EngineCore warm(*model_, pool, sparse_config(*model_, true));
   greedy(warm, shared, 10, nullptr);
   int32_t cached = 0;
   const auto hit_b = greedy(warm, prompt_b, 40, &cached);
@@ -152,8 +143,8 @@ TEST_F(SparseModel, StreamingHeadsStopGrowing) {
   EngineConfig dense;
   dense.kv_cache_tokens = 4096;
   dense.scheduler.prefill_chunk = 48;
-  Engine d(*model_, pool, dense);
-  Engine s(*model_, pool, sparse_config(*model_, false));
+  EngineCore d(*model_, pool, dense);
+  EngineCore s(*model_, pool, sparse_config(*model_, false));
   RequestOptions o;
   o.sampling.temperature = 0;
   o.stop.max_tokens = 1;

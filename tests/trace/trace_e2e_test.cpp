@@ -6,9 +6,9 @@
 #include <sstream>
 #include <vector>
 
-#include "runner/sequence_runner.h"
 #include "serving/engine_test_util.h"
 #include "support/paths.h"
+#include "support/engine_runs.h"
 #include "support/process.h"
 #include "support/tiny_models.h"
 #include "trace/trace_check.h"
@@ -61,13 +61,12 @@ TEST(TraceModel, ForwardPassHasNestedPerLayerSpans) {
     ThreadPool pool(2);
     Tracer tracer;
     model->set_tracer(&tracer);
-    SequenceRunner runner(*model, pool, {});
+    EngineCore engine(*model, pool, testing::one_request_config());
     std::vector<int32_t> prompt = {1};
     for (int i = 1; i < 20; ++i) prompt.push_back(3 + i * 11);
-    runner.feed(prompt);
-    for (int32_t tok : {5, 6, 7}) runner.feed(std::span<const int32_t>(&tok, 1));
+    testing::greedy_tokens(engine, prompt, 4);  // the prompt's forward pass, then 3 decodes
     model->set_tracer(nullptr);
-    runner.feed(std::vector<int32_t>{8});  // not traced
+    testing::greedy_tokens(engine, {8}, 1);  // not traced
 
     const auto t = testing::parse_trace_text(trace_text(tracer));
     EXPECT_EQ(t.threads.at(kTraceForward), "forward");
@@ -112,7 +111,7 @@ TEST(TraceEngine, StepsPreemptionsPrefixHitsAndEvictions) {
   c.prefix_cache = true;
   c.scheduler.prefill_chunk = 16;
   c.tracer = &tracer;
-  Engine engine(*model, pool, c);
+  EngineCore engine(*model, pool, c);
   EXPECT_EQ(model->tracer(), &tracer);
   const auto requests = testing::random_requests(16, model->config().n_vocab, 60, 20, false, 7);
   generate(engine, nullptr, requests);

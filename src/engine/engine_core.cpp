@@ -1,0 +1,201 @@
+#include "engine/engine_core.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "engine/engine_trace.h"
+
+namespace strata {
+namespace {
+
+// Identity of the loaded model for prefix-cache keys: a hash of its metadata layout
+// and tensor table, so two different files never share cached blocks.
+uint64_t model_identity(const Model& model) {
+  XXH64_state_t* st = XXH64_createState();
+  XXH64_reset(st, 0);
+  for (const auto& t : model.file().tensors()) {
+    XXH64_update(st, t.name.data(), t.name.size());
+    XXH64_update(st, &t.offset, sizeof t.offset);
+    XXH64_update(st, &t.n_bytes, sizeof t.n_bytes);
+  }
+  const uint64_t size = model.file().file_size();
+  XXH64_update(st, &size, sizeof size);
+  const uint64_t h = XXH64_digest(st);
+  XXH64_freeState(st);
+  return h;
+}
+
+int64_t pool_tokens(const Model& model, const EngineConfig& c) {
+  const auto& mc = model.config();
+  // The paged pool holds the full heads only (all heads when attention is dense).
+  const int64_t full_heads = c.head_modes.dense() ? mc.n_layers * mc.n_kv_heads
+                                                  : std::max<int64_t>(1, c.head_modes.n_full());
+  const int64_t bytes_per_token =
+      2 * full_heads * mc.head_dim * static_cast<int64_t>(dtype_info(c.kv_type).type_size);
+  int64_t tokens = c.kv_cache_tokens;
+  if (tokens <= 0 && c.kv_cache_mem > 0) tokens = static_cast<int64_t>(c.kv_cache_mem) / bytes_per_token;
+  if (tokens <= 0) {
+    // Default: every sequence slot can hold a full context, within 2 GiB.
+    const int64_t cap = (int64_t{2} << 30) / bytes_per_token;
+    tokens = std::min(c.context_length * c.scheduler.max_seqs, cap);
+    tokens = std::max(tokens, std::min(c.context_length, cap));
+  }
+  if (tokens < c.block_size) throw Error("kv cache: pool holds fewer tokens than one block");
+  return tokens;
+}
+
+// Sparse attention's stream pool: every running sequence's sinks and window, the
+// blocks one step's prefill chunks span, and as much again to keep released window
+// blocks cached for prefix hits. 0 when no head is streaming.
+int64_t stream_pool_blocks(const EngineConfig& c) {
+  if (c.head_modes.n_streaming() == 0) return 0;
+  const int64_t bs = c.block_size;
+  const int64_t per_seq = c.head_modes.stream_blocks_per_sequence(bs, 0);
+  const int64_t chunks = (c.scheduler.max_batch_tokens + bs - 1) / bs + c.scheduler.max_seqs;
+  return 2 * (c.scheduler.max_seqs * per_seq + chunks);
+}
+
+}  // namespace
+
+std::string_view finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+    case FinishReason::kNone: break;
+  }
+  return "";
+}
+
+EngineConfig resolved(EngineConfig c, const Model& model) {
+  const int64_t model_ctx = model.config().context_length;
+  c.context_length = c.context_length > 0 ? std::min(c.context_length, model_ctx) : model_ctx;
+  // Sparse attention keeps only a window of the streaming heads, so a prompt must be
+  // prefilled in chunks that fit the stream pool.
+  if (c.head_modes.n_streaming() > 0 && c.scheduler.prefill_chunk <= 0) {
+    c.scheduler.prefill_chunk = c.scheduler.max_batch_tokens;
+  }
+  c.scheduler.eog_tokens = c.eog_tokens;
+  const int64_t n_blocks = (pool_tokens(model, c) + c.block_size - 1) / c.block_size;
+  c.scheduler.max_model_len = std::min(c.context_length, n_blocks * c.block_size);
+  return c;
+}
+
+KvPlan plan_kv(const Model& model, const EngineConfig& c) {
+  KvPlan p;
+  const int64_t n_blocks = (pool_tokens(model, c) + c.block_size - 1) / c.block_size;
+  p.cache = model.kv_config(n_blocks, c.block_size, c.kv_type, c.head_modes, stream_pool_blocks(c));
+  p.manager = {static_cast<int32_t>(p.cache.n_blocks), c.block_size, c.prefix_cache, model_identity(model),
+               static_cast<int32_t>(p.cache.n_stream_blocks), c.head_modes.sink, c.head_modes.window};
+  return p;
+}
+
+EngineCore::EngineCore(Model& model, ThreadPool& pool, const EngineConfig& config)
+    : model_(model),
+      config_(resolved(config, model)),
+      plan_(plan_kv(model, config_)),
+      kv_capacity_tokens_(plan_.cache.n_blocks * config_.block_size),
+      runner_(model, pool, plan_.cache, config_.eog_tokens),
+      kv_(plan_.manager),
+      scheduler_(config_.scheduler, kv_) {
+  if (config_.tracer) model_.set_tracer(config_.tracer);
+}
+
+void EngineCore::validate(std::span<const int32_t> prompt, const RequestOptions& o) const {
+  const int64_t n_vocab = model_.config().n_vocab;
+  if (prompt.empty()) throw Error("prompt: must contain at least one token");
+  for (int32_t t : prompt) {
+    if (t < 0 || t >= n_vocab) throw Error("prompt: token id " + std::to_string(t) + " is outside the vocabulary");
+  }
+  // A prompt must leave room for one more position when the request generates; one that
+  // only asks for its prompt's logits may fill the context.
+  const int64_t limit = config_.scheduler.max_model_len;
+  const int64_t room = o.stop.max_tokens > 0 ? 1 : 0;
+  if (static_cast<int64_t>(prompt.size()) + room > limit) {
+    throw Error("prompt: " + std::to_string(prompt.size()) + " tokens leave no room to generate within " +
+                std::to_string(limit) + " tokens of context");
+  }
+  if (o.stop.max_tokens < 0) throw Error("max_tokens: must be >= 0");
+  if (o.stop.min_tokens < 0) throw Error("min_tokens: must be >= 0");
+  if (!(o.sampling.temperature >= 0.0f)) throw Error("temperature: must be >= 0");
+  if (!(o.sampling.top_p > 0.0f && o.sampling.top_p <= 1.0f)) throw Error("top_p: must be in (0, 1]");
+  if (o.sampling.top_k < 0) throw Error("top_k: must be >= 0");
+  if (!(o.sampling.min_p >= 0.0f && o.sampling.min_p <= 1.0f)) throw Error("min_p: must be in [0, 1]");
+  if (!(o.sampling.repetition_penalty > 0.0f)) throw Error("repetition_penalty: must be > 0");
+  if (o.logprobs > 20) throw Error("logprobs: at most 20");
+  if (o.prompt_logits < 0 || o.prompt_logits > static_cast<int64_t>(prompt.size())) {
+    throw Error("prompt_logits: must be in [0, " + std::to_string(prompt.size()) + "] (the prompt's length)");
+  }
+}
+
+RequestId EngineCore::add_request(std::vector<int32_t> prompt, const RequestOptions& o) {
+  validate(prompt, o);
+  const RequestId id = next_id_++;
+  auto r = std::make_unique<Request>(id, std::move(prompt), o, model_.config().n_vocab);
+  r->arrival_s = steady_now_s();
+  scheduler_.add(std::move(r));
+  // Nothing to compute or generate: finishes (length) at the next step.
+  if (o.stop.max_tokens == 0 && o.prompt_logits == 0) abort(id);
+  return id;
+}
+
+bool EngineCore::abort(RequestId id) {
+  if (!scheduler_.find(id)) return false;
+  pending_aborts_.push_back(id);
+  return true;
+}
+
+bool EngineCore::has_work() const { return scheduler_.has_work() || !pending_aborts_.empty(); }
+
+std::span<const RequestOutput> EngineCore::step() {
+  outputs_.clear();
+  for (RequestId id : pending_aborts_) {
+    const Request* r = scheduler_.find(id);
+    if (!r) continue;
+    const bool nothing_asked = r->options.stop.max_tokens == 0 && r->options.prompt_logits == 0;
+    scheduler_.finish(id, nothing_asked ? FinishReason::kLength : FinishReason::kAbort, outputs_, steady_now_s());
+  }
+  pending_aborts_.clear();
+
+  TraceSpan step_span(config_.tracer, "step", kTraceScheduler);
+  TraceSpan span(config_.tracer, "schedule", kTraceScheduler);
+  const int64_t hits_before = kv_.prefix_hits(), evictions_before = kv_.evictions();
+  const SchedulerOutput plan = scheduler_.schedule();
+  if (config_.tracer) {
+    trace_schedule(*config_.tracer, plan, step_span, span, kv_.prefix_hits() - hits_before,
+                   kv_.evictions() - evictions_before);
+  }
+  if (plan.empty()) return outputs_.view();
+  ++steps_;
+  span.end();
+  const RunnerOutput& result = runner_.execute(plan);
+  TraceSpan update_span(config_.tracer, "update", kTraceScheduler);
+  scheduler_.update_from_output(plan, result, outputs_);
+  return outputs_.view();
+}
+
+EngineMetrics EngineCore::metrics() const {
+  EngineMetrics m;
+  m.running = static_cast<int64_t>(scheduler_.n_running());
+  m.waiting = static_cast<int64_t>(scheduler_.n_waiting());
+  m.kv = kv_.usage();
+  m.prefix_queries_tokens = kv_.prefix_queries();
+  m.prefix_hits_tokens = kv_.prefix_hits();
+  m.preemptions = scheduler_.n_preemptions();
+  m.prompt_tokens_total = scheduler_.stats().prompt_tokens;
+  m.generation_tokens_total = scheduler_.stats().generation_tokens;
+  m.steps = steps_;
+  m.kv_evictions = kv_.evictions();
+  m.kv_stream = kv_.stream_usage();
+  const auto bs = static_cast<uint64_t>(config_.block_size);
+  m.kv_bytes_in_use = static_cast<uint64_t>(m.kv.used) * bs * runner_.cache().full_bytes_per_token() +
+                      static_cast<uint64_t>(m.kv_stream.used) * bs * runner_.cache().stream_bytes_per_token();
+  m.kv_context_tokens = scheduler_.kv_context_tokens();
+  return m;
+}
+
+}  // namespace strata

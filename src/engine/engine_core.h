@@ -1,0 +1,93 @@
+// The engine's step loop over one model: requests in, one scheduling decision, one
+// forward pass and one state update per step, outputs out.
+//
+//   EngineCore engine(model, pool, config);
+//   RequestId id = engine.add_request(prompt_tokens, options);
+//   while (engine.has_work()) for (const RequestOutput& o : engine.step()) { ... }
+//
+// One thread steps it; EngineLoop (engine/engine_loop.h) is the thread-safe front that
+// lets other threads submit and abort meanwhile, and strata::Engine (include/strata/)
+// the public API around it. Every command that runs the model (serve, batch, run,
+// logits, the evaluations) runs it through this class.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "kv/head_modes.h"
+#include "kv/kv_manager.h"
+#include "model/model.h"
+#include "runner/model_runner.h"
+#include "sched/scheduler.h"
+#include "strata/types.h"
+#include "trace/tracer.h"
+
+namespace strata {
+
+struct EngineConfig {
+  int64_t kv_cache_tokens = 0;  // pool size in tokens; 0 = from kv_cache_mem or a default
+  uint64_t kv_cache_mem = 0;    // pool size in bytes (used when kv_cache_tokens is 0)
+  int32_t block_size = 16;
+  int64_t context_length = 0;  // per-request context limit; 0 or more than the model's = the model's
+  DType kv_type = DType::F32;
+  bool prefix_cache = true;
+  SchedulerConfig scheduler;
+  std::vector<int32_t> eog_tokens;  // the model's end-of-generation ids
+  // Sparse attention: which KV heads are streaming (sink + window); dense by default.
+  HeadModes head_modes;
+  // Not owned. When set, the engine records step spans and scheduling instants into it
+  // and installs it on the model (Model::set_tracer) for the forward-pass spans.
+  Tracer* tracer = nullptr;
+};
+
+// The KV cache and manager an engine configuration gives for a model: the one sizing
+// rule, shared by the engine and `bench model`. `config` must be resolved().
+struct KvPlan {
+  KvCacheConfig cache;
+  KvManagerConfig manager;
+};
+// The configuration as the engine runs it: the context capped at the model's, sparse
+// attention's chunked prefill, the scheduler's length limit and stop ids.
+EngineConfig resolved(EngineConfig config, const Model& model);
+KvPlan plan_kv(const Model& model, const EngineConfig& config);
+
+class EngineCore {
+ public:
+  EngineCore(Model& model, ThreadPool& pool, const EngineConfig& config);
+
+  // Throws strata::Error naming the bad field when the request cannot be served. Reads
+  // only configuration, so other threads may call it while the engine steps.
+  void validate(std::span<const int32_t> prompt, const RequestOptions& options) const;
+  // Validates and queues a request.
+  RequestId add_request(std::vector<int32_t> prompt, const RequestOptions& options);
+  // One scheduling iteration and one forward pass; outputs of every request that
+  // produced a token, finished or was aborted since the last step. Valid until the next call.
+  std::span<const RequestOutput> step();
+  // Ends a request; its output (finish kAbort) comes with the next step. False if unknown.
+  bool abort(RequestId id);
+  bool has_work() const;
+
+  EngineMetrics metrics() const;
+  int64_t kv_capacity_tokens() const { return kv_capacity_tokens_; }
+  int64_t context_length() const { return config_.scheduler.max_model_len; }
+  const EngineConfig& config() const { return config_; }
+  const ModelConfig& model_config() const { return model_.config(); }
+
+ private:
+  Model& model_;
+  EngineConfig config_;
+  KvPlan plan_;
+  int64_t kv_capacity_tokens_;
+  ModelRunner runner_;
+  KvManager kv_;
+  Scheduler scheduler_;
+  RequestId next_id_ = 1;
+  int64_t steps_ = 0;
+  std::vector<RequestId> pending_aborts_;
+  StepOutputs outputs_;
+};
+
+}  // namespace strata

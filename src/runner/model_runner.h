@@ -1,0 +1,55 @@
+// Runs one scheduled step on the model: builds the ForwardBatch from a SchedulerOutput
+// (flattened tokens and positions, each request's block tables, the rows whose logits
+// are wanted), runs Model::forward over the KV cache it owns, and samples one token for
+// every request whose step reached its last token, with logprobs where asked. The
+// engine, every CLI command and the evaluations run the model through this class;
+// `bench model` drives it with plans it builds itself. All buffers are reused from
+// step to step.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kv/forward_batch.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "sched/runner_output.h"
+#include "sched/scheduler_output.h"
+
+namespace strata {
+
+class ModelRunner {
+ public:
+  // `eog_tokens`: the model's end-of-generation ids, masked out before a request's
+  // min_tokens are reached.
+  ModelRunner(Model& model, ThreadPool& pool, const KvCacheConfig& cache, std::vector<int32_t> eog_tokens);
+
+  // The forward pass and sampling of one step. Valid until the next call.
+  const RunnerOutput& execute(const SchedulerOutput& plan);
+
+  KvCache& cache() { return cache_; }
+  const KvCache& cache() const { return cache_; }
+  const Model& model() const { return model_; }
+
+ private:
+  void build_batch(const SchedulerOutput& plan);
+  void sample(const SchedulerOutput& plan, std::span<const float> logits);
+  // The distribution's logprob of `token` and its top k, from raw logits.
+  void fill_logprobs(std::span<const float> logits, int32_t k, TokenLogprob& out);
+
+  Model& model_;
+  ThreadPool& pool_;
+  KvCache cache_;
+  std::vector<int32_t> eog_tokens_;
+  RunnerOutput output_;
+  // Reused per-step buffers.
+  std::vector<int32_t> tokens_, positions_, seq_index_, logit_rows_;
+  std::vector<SequenceView> views_;
+  std::vector<int32_t> sample_row_;  // [n_scheduled] logits row to sample from, or -1
+  std::vector<float> row_;           // [n_vocab] working copy of one logits row
+  std::vector<int32_t> order_;       // [n_vocab] token ids, for top-k logprobs
+};
+
+}  // namespace strata
