@@ -23,6 +23,7 @@
 #include "core/fp16.h"
 #include "core/huge_buffer.h"
 #include "kernels/quant/traits.h"
+#include "tools/isa_env.h"
 
 namespace {
 
@@ -102,6 +103,7 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
 }  // namespace
 
 int main(int argc, char** argv) {
+  strata::kernels::init_cpu_kernels(strata::tools::isa_overrides_from_env());
   using strata::attention::TileKernels;
   std::vector<const TileKernels*> sets = {&strata::attention::reference_tile_kernels()};
   static TileKernels avx2{strata::attention::avx2::fold, "avx2"};

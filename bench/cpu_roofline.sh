@@ -4,8 +4,7 @@
 # read bandwidth right before each test, the AVX2 f32 FMA peak once). The machines are
 # shared and noisy, so each configuration runs ROUNDS times, interleaved, and the table
 # gives medians. Runs without --kv-type use the default (auto: bf16 on CPUs with
-# AVX512_BF16, else f16); depth4k_f16 and depth4k_f32 pin the type; nokick turns the
-# kernels' page kick off (STRATA_NO_PAGE_PREFETCH=1, core/prefetch.h).
+# AVX512_BF16, else f16); depth4k_f16 and depth4k_f32 pin the type.
 #   bench/cpu_roofline.sh MODEL_Q4_0.gguf MODEL_Q8_0.gguf [THREADS] [OUT_DIR]
 set -euo pipefail
 q4=${1:?Q4_0 model}
@@ -33,7 +32,6 @@ for round in $(seq 1 "$rounds"); do
     run "$m.depth4k_f16" -m "$model" -p 512 -n 128 -r 1 -d 4096 --fill synthetic --kv-type f16
     run "$m.depth4k_f32" -m "$model" -p 512 -n 128 -r 1 -d 4096 --fill synthetic --kv-type f32
     run "$m.norepack" -m "$model" -p 512 -n 128 -r 2 --no-repack
-    STRATA_NO_PAGE_PREFETCH=1 run "$m.nokick" -m "$model" -p 0 -n 128 -r 2
   done
 done
 python3 - "$out" "$rounds" <<'PY'
@@ -49,7 +47,7 @@ def med(xs): return statistics.median(xs)
 print("| model | config | test | t/s (median) | roofline fraction (median) | per round |")
 print("|---|---|---|---:|---:|---|")
 for m, label in (("q4", "Q4_0"), ("q8", "Q8_0")):
-    for cfg in ("short", "nokick", "norepack", "avx2", "mmap", "batch16", "depth4k", "depth4k_f16", "depth4k_f32"):
+    for cfg in ("short", "norepack", "avx2", "mmap", "batch16", "depth4k", "depth4k_f16", "depth4k_f32"):
         for test, rs in rows(f"{m}.{cfg}").items():
             bound = "bandwidth_fraction" if test.startswith("tg") and rs[0]["batch"] == 1 else "fma_fraction"
             tps = [r["tokens_per_s_mean"] for r in rs]

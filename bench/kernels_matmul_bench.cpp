@@ -25,6 +25,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/quant/traits.h"
+#include "tools/isa_env.h"
 
 namespace {
 
@@ -158,6 +159,7 @@ int parse_threads(int* argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  strata::kernels::init_cpu_kernels(strata::tools::isa_overrides_from_env());
   const int threads = parse_threads(&argc, argv);
   g_pool = std::make_unique<strata::ThreadPool>(threads);
   // *_X16: Q8_0, Q4_0 and Q6_K as models hold them after repacking on AVX2 and AVX-512

@@ -31,8 +31,6 @@ struct EngineFlags {
   HeadMapOptions sparse;  // sparse attention (--sparse-heads, --retrieval-ratio, --sink, --window)
   bool mmap = false;      // --mmap: use the weights in place from a file mapping
   bool no_repack = false;  // --no-repack: keep Q4_0/Q8_0/Q6_K weights in the file's layout
-  bool no_fused_attention = false;  // --no-fused-attention: RoPE and K/V writes on one thread
-  bool no_fused_matmul_steps = false;  // --no-fused-matmul-steps: decode matmul inputs before the job
 
   // `chunk_flag`: the serving commands take --prefill-chunk from ServingFlags instead.
   void add(CLI::App& cmd, bool chunk_flag = true) {
@@ -48,13 +46,6 @@ struct EngineFlags {
     cmd.add_flag("--no-repack", no_repack,
                  "keep weights in the file's block layout instead of repacking Q4_0/Q8_0/Q6_K for the "
                  "AVX2/AVX-512 kernels at load (slower decode and prefill; same results up to float rounding)");
-    cmd.add_flag("--no-fused-attention", no_fused_attention,
-                 "run RoPE and the K/V cache writes on one thread before attention, instead of split by "
-                 "KV head in attention's own thread-pool job (slower decode; same results)");
-    cmd.add_flag("--no-fused-matmul-steps", no_fused_matmul_steps,
-                 "prepare a decode matmul's input (RMSNorm or SwiGLU, then quantization) before its "
-                 "thread-pool job, instead of inside it while the other threads prefetch their weights "
-                 "(slower decode; same results)");
     cmd.add_option("-c,--ctx", ctx, "context length (default: the model's)");
     if (chunk_flag) {
       cmd.add_option("--prefill-chunk", batch, "maximum prompt tokens per forward pass")
@@ -101,8 +92,6 @@ struct EngineFlags {
     Model::LoadOptions o;
     o.memory = mmap ? Model::WeightMemory::mmap : Model::WeightMemory::huge_pages;
     o.repack_weights = !no_repack;
-    o.fused_attention = !no_fused_attention;
-    o.fused_matmul_steps = !no_fused_matmul_steps;
     return o;
   }
   DType kv_dtype() const {

@@ -3,9 +3,12 @@
 #include <cstdio>
 #include <exception>
 
+#include "kernels/quant/traits.h"
 #include "tools/commands.h"
+#include "tools/isa_env.h"
 
 int main(int argc, char** argv) {
+  strata::kernels::init_cpu_kernels(strata::tools::isa_overrides_from_env());
   CLI::App app{"strata: LLM inference and serving engine"};
   app.require_subcommand(1);
   strata::tools::register_commands(app);

@@ -52,8 +52,4 @@ inline void prefetch_page_ahead(const void* p, size_t step) {
   for_each_page_ahead(p, step, [](uintptr_t page) { prefetch_l1(reinterpret_cast<const void*>(page)); });
 }
 
-// Whether the kernels kick pages: on unless STRATA_NO_PAGE_PREFETCH is set (to 1 or any
-// value but 0), read once per process, so a benchmark can compare both ways.
-bool page_prefetch_enabled();
-
 }  // namespace strata

@@ -13,10 +13,8 @@ namespace strata {
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& options) {
   const bool mapped = options.memory == WeightMemory::mmap;
-  auto model = from_file(mapped ? gguf::GgufFile::open(path) : gguf::GgufFile::read(path), options.repack_weights);
-  model->set_fused_attention(options.fused_attention);
-  model->set_fused_matmul_steps(options.fused_matmul_steps);
-  return model;
+  return from_file(mapped ? gguf::GgufFile::open(path) : gguf::GgufFile::read(path),
+                   options.repack_weights);
 }
 
 std::unique_ptr<Model> Model::from_file(gguf::GgufFile file, bool repack_weights) {
@@ -220,13 +218,13 @@ void Model::position_heads(const LayerWeights& L, int64_t t, int64_t g0, int64_t
 }
 
 // RoPE, the K/V writes and attention of one layer in one pool job. Each thread positions
-// and stores the K/V of its own range of KV heads (the unfused pass did both on one
-// thread while the others waited: 7-9 us of each decode layer at llama-1b). A decode
-// step of one sequence then attends over those same heads without waiting for the
-// others, when the heads cost the same (a dense layer) and divide evenly; otherwise the
-// threads meet at a barrier and share attention's items as paged_attention does. The
-// results are those of the unfused calls: every step is per head, and attention's rows
-// do not depend on which thread computes them.
+// and stores the K/V of its own range of KV heads (both on one thread while the others
+// waited took 7-9 us of each decode layer at llama-1b). A decode step of one sequence
+// then attends over those same heads without waiting for the others, when the heads cost
+// the same (a dense layer) and divide evenly; otherwise the threads meet at a barrier and
+// share attention's items as paged_attention does. The results are those of write_kv and
+// paged_attention: every step is per head, and attention's rows do not depend on which
+// thread computes them.
 void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cache, ThreadPool& pool,
                               const AttentionShape& shape, TraceSpan& span) {
   const auto& c = config_;
@@ -268,68 +266,47 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
   const int64_t T = b.n_tokens();
 
-  TraceSpan span(tracer_, fused_matmul_steps_ ? "qkv_matmul" : "attn_norm", kTraceForward);
+  TraceSpan span(tracer_, "qkv_matmul", kTraceForward);
   const kernels::MatmulJob qkv[] = {{L.wq.type, L.wq.data, L.wq.rows, q_.data()},
                                      {L.wk.type, L.wk.data, L.wk.rows, k_.data()},
                                      {L.wv.type, L.wv.data, L.wv.rows, v_.data()}};
-  norm_then_matmul(L.attn_norm.data(), qkv, T, pool, span, "qkv_matmul");
+  norm_then_matmul(L.attn_norm.data(), qkv, T, pool);
 
   span.next("rope");
   const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim,
                              1.0f / std::sqrt(static_cast<float>(c.head_dim))};
-  if (fused_attention_) {
-    attention_by_head(layer, b, cache, pool, shape, span);
-  } else {
-    for (int64_t t = 0; t < T; ++t) position_heads(L, t, 0, c.n_kv_heads);
-    span.next("write_kv");
-    write_kv(cache, layer, b, k_.data(), v_.data());
-    span.next("attention");
-    paged_attention(cache, layer, b, shape, q_.data(), att_.data(), pool, attention_scratch_);
-  }
+  attention_by_head(layer, b, cache, pool, shape, span);
 
   span.next("out_matmul");
-  matmul(L.wo, att_.data(), T, xb_.data(), pool, step_hooks());
+  matmul(L.wo, att_.data(), T, xb_.data(), pool);
   span.end();
   for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
 }
 
-// With fused matmul steps, a one-token matmul prepares and converts its input inside its
-// pool job (kernels::MatmulHooks::overlap); the prepare steps are set by the callers.
-kernels::MatmulHooks Model::step_hooks() const {
-  kernels::MatmulHooks h;
-  h.overlap = fused_matmul_steps_;
-  return h;
-}
-
 // RMSNorm of the residual stream x_ (weights `norm`) into xb_, then the matmuls of xb_.
-// With fused matmul steps the norm is their prepare step, inside their span and pool job;
-// otherwise it runs first and `span` moves on to `matmul_span` after it.
-void Model::norm_then_matmul(const float* norm, std::span<const kernels::MatmulJob> jobs, int64_t T, ThreadPool& pool,
-                             TraceSpan& span, const char* matmul_span) {
+// The norm is their prepare step, inside their pool job for one token on several threads
+// (kernels::MatmulHooks), so it is inside the caller's matmul span.
+void Model::norm_then_matmul(const float* norm, std::span<const kernels::MatmulJob> jobs, int64_t T,
+                             ThreadPool& pool) {
   const auto& c = config_;
   auto rmsnorm = [&] {
     for (int64_t t = 0; t < T; ++t) kernels::rmsnorm(x_.data() + t * c.dim, norm, xb_.data() + t * c.dim, c.dim, c.rms_eps);
   };
-  kernels::MatmulHooks hooks = step_hooks();
-  if (fused_matmul_steps_) {
-    kernels::set_prepare(hooks, rmsnorm);
-  } else {
-    rmsnorm();
-    span.next(matmul_span);
-  }
+  kernels::MatmulHooks hooks;
+  kernels::set_prepare(hooks, rmsnorm);
   kernels::matmul_shared_input(jobs, c.dim, xb_.data(), T, pool, matmul_scratch_, hooks);
 }
 
 void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
   const auto& c = config_;
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
-  TraceSpan span(tracer_, fused_matmul_steps_ ? "gate_up_matmul" : "ffn_norm", kTraceForward);
+  TraceSpan span(tracer_, "gate_up_matmul", kTraceForward);
   const kernels::MatmulJob gate_up[] = {{L.w_gate.type, L.w_gate.data, L.w_gate.rows, gate_.data()},
                                          {L.w_up.type, L.w_up.data, L.w_up.rows, up_.data()}};
-  norm_then_matmul(L.ffn_norm.data(), gate_up, T, pool, span, "gate_up_matmul");
+  norm_then_matmul(L.ffn_norm.data(), gate_up, T, pool);
   // Elementwise, so splitting it across threads cannot change a value. Prefill spends
-  // seconds here for long prompts (512 x 5632 expf per layer at llama-1b). With fused
-  // matmul steps, decode runs it as the down projection's prepare step.
+  // seconds here for long prompts (512 x 5632 expf per layer at llama-1b). Decode runs it
+  // as the down projection's prepare step.
   auto swiglu = [&] {
     if (T > 1) {
       pool.parallel_for(T, [&](int64_t t0, int64_t t1) {
@@ -339,8 +316,8 @@ void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
       kernels::swiglu(gate_.data(), up_.data(), c.ffn_dim);
     }
   };
-  kernels::MatmulHooks down_hooks = step_hooks();
-  if (fused_matmul_steps_ && T == 1) {
+  kernels::MatmulHooks down_hooks;
+  if (T == 1) {
     kernels::set_prepare(down_hooks, swiglu);
   } else {
     span.next("swiglu");

@@ -34,14 +34,6 @@ class Model {
     // VNNI). Needs owned
     // memory, so it does nothing with WeightMemory::mmap. `--no-repack` turns it off.
     bool repack_weights = true;
-    // RoPE, the K/V writes and attention of a layer in one pool job, split by KV head
-    // (Model::attention_by_head). Same results; `--no-fused-attention` turns it off.
-    bool fused_attention = true;
-    // A one-token matmul's input steps (RMSNorm or SwiGLU, then the conversion to the
-    // kernel's type) inside its pool job, on one thread, while the others wake up and
-    // prefetch their first weights (kernels::MatmulHooks). Same results;
-    // `--no-fused-matmul-steps` turns it off.
-    bool fused_matmul_steps = true;
   };
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& options);
   static std::unique_ptr<Model> load(const std::string& path, WeightMemory memory = WeightMemory::huge_pages) {
@@ -50,13 +42,6 @@ class Model {
     return load(path, options);
   }
   static std::unique_ptr<Model> from_file(gguf::GgufFile file, bool repack_weights = true);
-
-  // LoadOptions::fused_attention, switchable at run time (tests compare both ways).
-  void set_fused_attention(bool on) { fused_attention_ = on; }
-  bool fused_attention() const { return fused_attention_; }
-  // LoadOptions::fused_matmul_steps, switchable at run time.
-  void set_fused_matmul_steps(bool on) { fused_matmul_steps_ = on; }
-  bool fused_matmul_steps() const { return fused_matmul_steps_; }
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
@@ -95,9 +80,8 @@ class Model {
   void ffn_block(int64_t layer, int64_t n_tokens, ThreadPool& pool);
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
               const kernels::MatmulHooks& hooks = {});
-  kernels::MatmulHooks step_hooks() const;
-  void norm_then_matmul(const float* norm, std::span<const kernels::MatmulJob> jobs, int64_t n_tokens, ThreadPool& pool,
-                        TraceSpan& span, const char* matmul_span);
+  void norm_then_matmul(const float* norm, std::span<const kernels::MatmulJob> jobs,
+                        int64_t n_tokens, ThreadPool& pool);
 
   gguf::GgufFile file_;
   ModelConfig config_;
@@ -122,8 +106,6 @@ class Model {
   std::vector<uint8_t> matmul_scratch_;
   AttentionScratch attention_scratch_;
   std::vector<KvSlot> kv_slots_;  // (T) where each token's K/V go in the current layer
-  bool fused_attention_ = true;
-  bool fused_matmul_steps_ = true;
 };
 
 }  // namespace strata

@@ -1,9 +1,3 @@
-# The golden model tests with the page kick off (core/prefetch.h): same references, same
-# batch invariance.
-add_test(NAME golden_without_page_prefetch
-         COMMAND ${CMAKE_COMMAND} -E env STRATA_NO_PAGE_PREFETCH=1 $<TARGET_FILE:test_golden>
-                 --gtest_filter=AidreamsGolden*:GqaGolden*:BatchInvariance*)
-set_tests_properties(golden_without_page_prefetch PROPERTIES TIMEOUT 600)
 # The golden model tests at the AVX2 level (weights repacked for the AVX2 kernels).
 add_test(NAME golden_avx2_level
          COMMAND ${CMAKE_COMMAND} -E env STRATA_NO_AVX512=1 $<TARGET_FILE:test_golden>

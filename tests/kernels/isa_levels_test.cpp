@@ -4,6 +4,7 @@
 // never changes a model's output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "core/fp16.h"
 #include "kernel_test_util.h"
 #include "kernels/quant/traits.h"
+#include "tools/isa_env.h"
 
 namespace strata::kernels {
 namespace {
@@ -107,6 +109,33 @@ TEST(KernelIsa, LevelsAreOrderedAndNamed) {
   if (cpu_kernel_isa() < KernelIsa::avx512_vnni) {
     EXPECT_THROW(type_traits_for(KernelIsa::avx512_vnni, DType::Q4_0), Error);
   }
+}
+
+// The overrides cap the CPU's levels; this process runs at the levels its main set from
+// the environment (tests/support/test_main.cpp), which cannot change afterwards.
+TEST(KernelIsa, OverridesCapTheLevel) {
+  const CpuKernelLevels cpu = detect_cpu_kernels({});
+  IsaOverrides no_avx2, no_avx512, no_bf16;
+  no_avx2.no_avx2 = true;
+  no_avx512.no_avx512 = true;
+  no_bf16.no_avx512_bf16 = true;
+  EXPECT_EQ(detect_cpu_kernels(no_avx2).isa, KernelIsa::scalar);
+  EXPECT_FALSE(detect_cpu_kernels(no_avx2).avx512_bf16);
+  EXPECT_EQ(detect_cpu_kernels(no_avx512).isa, std::min(cpu.isa, KernelIsa::avx2));
+  EXPECT_FALSE(detect_cpu_kernels(no_avx512).avx512_bf16);
+  EXPECT_EQ(detect_cpu_kernels(no_bf16).isa, cpu.isa);
+  EXPECT_FALSE(detect_cpu_kernels(no_bf16).avx512_bf16);
+  EXPECT_TRUE(!cpu.avx512_bf16 || cpu.isa == KernelIsa::avx512_vnni);
+
+  const IsaOverrides env = tools::isa_overrides_from_env();
+  const CpuKernelLevels expected = detect_cpu_kernels(env);
+  EXPECT_EQ(cpu_kernel_isa(), expected.isa);
+  EXPECT_EQ(cpu_has_avx512_bf16(), expected.avx512_bf16);
+  EXPECT_NO_THROW(init_cpu_kernels(env));
+  IsaOverrides other = env;
+  other.no_avx2 = !other.no_avx2;
+  EXPECT_THROW(init_cpu_kernels(other), Error);
+  EXPECT_EQ(cpu_kernel_isa(), expected.isa);
 }
 
 }  // namespace

@@ -139,8 +139,8 @@ TEST(Matmul, SharedInputMatchesSeparateCalls) {
 }
 
 // The prepare hook runs exactly once, before the input is read, on the calling thread or
-// inside the pool job (overlap, one token on several threads), and the outputs are those
-// of preparing the input first.
+// inside the pool job (one token on several threads), and the outputs are those of
+// preparing the input first.
 TEST(Matmul, PrepareHookRunsOnceBeforeTheInputIsRead) {
   const int64_t cols = 1024;
   Rng rng(91);
@@ -155,32 +155,31 @@ TEST(Matmul, PrepareHookRunsOnceBeforeTheInputIsRead) {
   for (const int64_t n_tokens : {1, 3}) {
     const std::vector<float> source = test::normal_floats(rng, n_tokens * cols);
     for (ThreadPool* pool : {&one, &two, &three}) {
-      for (const bool overlap : {true, false}) {
-        std::vector<uint8_t> scratch;
-        std::vector<std::vector<float>> expected, got;
-        std::vector<MatmulJob> jobs;
-        for (auto& [t, w] : ms) {
-          expected.emplace_back(static_cast<size_t>(45 * n_tokens));
-          got.emplace_back(static_cast<size_t>(45 * n_tokens), -1.0f);
-          matmul(t, w.data(), 45, cols, source.data(), n_tokens, expected.back().data(), *pool, scratch);
-        }
-        for (size_t i = 0; i < ms.size(); ++i) jobs.push_back({ms[i].first, ms[i].second.data(), 45, got[i].data()});
-        std::vector<float> x(source.size(), std::nanf(""));  // written only by prepare
-        int calls = 0;
-        auto prepare = [&] {
-          ++calls;
-          x = source;
-        };
-        MatmulHooks hooks;
-        hooks.overlap = overlap;
-        set_prepare(hooks, prepare);
-        std::vector<uint8_t> fresh_scratch;  // holds nothing of the calls above
-        matmul_shared_input(jobs, cols, x.data(), n_tokens, *pool, fresh_scratch, hooks);
-        EXPECT_EQ(calls, 1);
-        for (size_t i = 0; i < ms.size(); ++i) {
-          EXPECT_EQ(expected[i], got[i]) << "matrix " << i << ", " << n_tokens << " tokens, " << pool->size()
-                                         << " threads, overlap " << overlap;
-        }
+      std::vector<uint8_t> scratch;
+      std::vector<std::vector<float>> expected, got;
+      std::vector<MatmulJob> jobs;
+      for (auto& [t, w] : ms) {
+        expected.emplace_back(static_cast<size_t>(45 * n_tokens));
+        got.emplace_back(static_cast<size_t>(45 * n_tokens), -1.0f);
+        matmul(t, w.data(), 45, cols, source.data(), n_tokens, expected.back().data(), *pool,
+               scratch);
+      }
+      for (size_t i = 0; i < ms.size(); ++i)
+        jobs.push_back({ms[i].first, ms[i].second.data(), 45, got[i].data()});
+      std::vector<float> x(source.size(), std::nanf(""));  // written only by prepare
+      int calls = 0;
+      auto prepare = [&] {
+        ++calls;
+        x = source;
+      };
+      MatmulHooks hooks;
+      set_prepare(hooks, prepare);
+      std::vector<uint8_t> fresh_scratch;  // holds nothing of the calls above
+      matmul_shared_input(jobs, cols, x.data(), n_tokens, *pool, fresh_scratch, hooks);
+      EXPECT_EQ(calls, 1);
+      for (size_t i = 0; i < ms.size(); ++i) {
+        EXPECT_EQ(expected[i], got[i])
+            << "matrix " << i << ", " << n_tokens << " tokens, " << pool->size() << " threads";
       }
     }
   }

@@ -24,9 +24,8 @@ std::string trace_text(const Tracer& t) {
 
 // Every forward span holds one embedding, n_layers layers (in order, each with one of
 // every per-layer op), a final norm and the classifier.
-// With fused matmul steps (the default) the norms run inside the next matmul's span, and
-// so does a decode step's SwiGLU.
-void expect_forward_structure(const testing::ParsedTrace& t, int64_t n_layers, bool fused_matmul_steps = true) {
+// The norms run inside the next matmul's span, and so does a decode step's SwiGLU.
+void expect_forward_structure(const testing::ParsedTrace& t, int64_t n_layers) {
   const auto forwards = t.named("forward");
   ASSERT_FALSE(forwards.empty());
   for (int f : forwards) {
@@ -35,8 +34,7 @@ void expect_forward_structure(const testing::ParsedTrace& t, int64_t n_layers, b
     EXPECT_GE(fs.args.value("n_tokens", 0), 1);
     std::vector<const char*> ops = {"qkv_matmul", "rope",           "write_kv",   "attention",
                                     "out_matmul", "gate_up_matmul", "down_matmul"};
-    if (!fused_matmul_steps) ops.insert(ops.end(), {"attn_norm", "ffn_norm"});
-    if (!fused_matmul_steps || fs.args.value("n_tokens", 0) > 1) ops.push_back("swiglu");
+    if (fs.args.value("n_tokens", 0) > 1) ops.push_back("swiglu");
     EXPECT_EQ(t.count_children(f, "layer"), n_layers);
     for (const char* op : {"embedding", "final_norm", "lm_head"})
       EXPECT_EQ(t.count_children(f, op), 1) << op;
@@ -54,27 +52,23 @@ void expect_forward_structure(const testing::ParsedTrace& t, int64_t n_layers, b
 }
 
 TEST(TraceModel, ForwardPassHasNestedPerLayerSpans) {
-  for (const bool fused : {true, false}) {
-    SCOPED_TRACE(fused ? "fused matmul steps" : "separate steps");
-    auto model = Model::load(testing::aidreams_gguf());
-    model->set_fused_matmul_steps(fused);
-    ThreadPool pool(2);
-    Tracer tracer;
-    model->set_tracer(&tracer);
-    EngineCore engine(*model, pool, testing::one_request_config());
-    std::vector<int32_t> prompt = {1};
-    for (int i = 1; i < 20; ++i) prompt.push_back(3 + i * 11);
-    testing::greedy_tokens(engine, prompt, 4);  // the prompt's forward pass, then 3 decodes
-    model->set_tracer(nullptr);
-    testing::greedy_tokens(engine, {8}, 1);  // not traced
+  auto model = Model::load(testing::aidreams_gguf());
+  ThreadPool pool(2);
+  Tracer tracer;
+  model->set_tracer(&tracer);
+  EngineCore engine(*model, pool, testing::one_request_config());
+  std::vector<int32_t> prompt = {1};
+  for (int i = 1; i < 20; ++i) prompt.push_back(3 + i * 11);
+  testing::greedy_tokens(engine, prompt, 4);  // the prompt's forward pass, then 3 decodes
+  model->set_tracer(nullptr);
+  testing::greedy_tokens(engine, {8}, 1);  // not traced
 
-    const auto t = testing::parse_trace_text(trace_text(tracer));
-    EXPECT_EQ(t.threads.at(kTraceForward), "forward");
-    ASSERT_EQ(t.named("forward").size(), 4u);
-    EXPECT_EQ(t.spans[static_cast<size_t>(t.named("forward")[0])].args["n_tokens"], 20);
-    EXPECT_EQ(t.spans[static_cast<size_t>(t.named("forward")[1])].args["n_tokens"], 1);
-    expect_forward_structure(t, model->config().n_layers, fused);
-  }
+  const auto t = testing::parse_trace_text(trace_text(tracer));
+  EXPECT_EQ(t.threads.at(kTraceForward), "forward");
+  ASSERT_EQ(t.named("forward").size(), 4u);
+  EXPECT_EQ(t.spans[static_cast<size_t>(t.named("forward")[0])].args["n_tokens"], 20);
+  EXPECT_EQ(t.spans[static_cast<size_t>(t.named("forward")[1])].args["n_tokens"], 1);
+  expect_forward_structure(t, model->config().n_layers);
 }
 
 TEST(TraceCli, RunWritesAValidTrace) {

@@ -66,7 +66,7 @@ int64_t claim_groups(int64_t n_groups, int n_threads, int64_t n_tokens, int64_t 
 }
 
 // A decode matmul's other threads prefetch up to this much of their first claim while the
-// calling thread prepares and converts the input (MatmulHooks::overlap).
+// calling thread prepares and converts the input (matmul_shared_input).
 constexpr int64_t kStartPrefetchBytes = 16 * 1024;
 
 // Prefetches, a line at a time, up to `limit` weight bytes of row groups [g0, g1) of
@@ -180,7 +180,7 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
   // job, on this thread, while the others wake up and prefetch the start of their
   // shares, instead of before the job while they wait (0.6-1.2 us a conversion at
   // llama-1b, plus the wake-up, in each of the 89 matmuls of a token).
-  const bool overlap = hooks.overlap && n_tokens == 1 && pool.size() > 1;
+  const bool overlap = n_tokens == 1 && pool.size() > 1;
   if (!overlap) {
     if (hooks.prepare != nullptr) hooks.prepare(hooks.prepare_ctx);
     if (n_tokens > 1 && pool.size() > 1) {

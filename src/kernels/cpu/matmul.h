@@ -14,14 +14,11 @@ namespace strata::kernels {
 // Optional work of a matmul besides its rows. Results are those of doing it separately.
 struct MatmulHooks {
   // prepare(prepare_ctx) writes x (say, the RMSNorm of the residual stream). It runs once,
-  // on the calling thread, before x is read; with `overlap`, a one-token matmul runs it
+  // on the calling thread, before x is read; a one-token matmul on several threads runs it
   // and the conversion inside its pool job while the other threads prefetch the start of
   // their weights. It must not throw.
   void (*prepare)(void* ctx) = nullptr;
   void* prepare_ctx = nullptr;
-  // One-token matmuls on several threads convert the input inside the pool job (above);
-  // false converts it first, while the other threads wait.
-  bool overlap = true;
 };
 
 // The prepare hook from a callable fn(), which must outlive the matmul.

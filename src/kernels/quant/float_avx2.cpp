@@ -81,10 +81,9 @@ void gemm_widened(int64_t n, const void* w, int64_t w_stride, int64_t nr, const 
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const float*>(a);
   const int64_t as = a_stride / static_cast<int64_t>(sizeof(float));
-  const bool page_kick = page_prefetch_enabled();
   auto rows = [&]<int T>(const float* at, float* yt) {
     for (int64_t r = 0; r < nr; ++r) {
-      if (page_kick) prefetch_page_ahead(wp + r * w_stride, static_cast<size_t>(w_stride));
+      prefetch_page_ahead(wp + r * w_stride, static_cast<size_t>(w_stride));
       dot_widened_tile<T>(n, reinterpret_cast<const W*>(wp + r * w_stride), at, as, yt + r, ldy,
                           load8, load1);
     }

@@ -94,10 +94,9 @@ void gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const float*>(a);
   const int64_t as = a_stride / static_cast<int64_t>(sizeof(float));
-  const bool page_kick = page_prefetch_enabled();
   auto rows = [&]<int T>(const float* at, float* yt) {
     for (int64_t r = 0; r < nr; ++r) {
-      if (page_kick) prefetch_page_ahead(wp + r * w_stride, static_cast<size_t>(w_stride));
+      prefetch_page_ahead(wp + r * w_stride, static_cast<size_t>(w_stride));
       dot_tile<T, L>(n, reinterpret_cast<const typename L::W*>(wp + r * w_stride), at, as, yt + r, ldy);
     }
   };

@@ -21,12 +21,11 @@ void gemm_kquant(int64_t n, const void* w, int64_t w_stride, int64_t nr, const v
   const int64_t nb = n / kQK_K;
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const uint8_t*>(a);
-  const bool page_kick = page_prefetch_enabled();
   for (int64_t t = 0; t < nt; t += 4) {
     const int64_t tn = nt - t < 4 ? nt - t : 4;
     const uint8_t* at = ap + t * a_stride;
     for (int64_t r = 0; r < nr; ++r) {
-      if (page_kick) prefetch_page_ahead(wp + r * w_stride, static_cast<size_t>(w_stride));
+      prefetch_page_ahead(wp + r * w_stride, static_cast<size_t>(w_stride));
       const auto* wr = reinterpret_cast<const WBlock*>(wp + r * w_stride);
       float* yr = y + t * ldy + r;
       switch (tn) {

@@ -86,10 +86,9 @@ template <class WBlock, int T>
 void gemm_rows(int64_t nb, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a,
                int64_t a_stride, float* y, int64_t ldy) {
   constexpr int kRows = T == 1 ? 1 : T == 4 ? 1 : 2;
-  const bool page_kick = page_prefetch_enabled();
   int64_t r = 0;
   for (; r + kRows <= nr; r += kRows) {
-    if (page_kick) prefetch_page_ahead(w + r * w_stride, static_cast<size_t>(kRows * w_stride));
+    prefetch_page_ahead(w + r * w_stride, static_cast<size_t>(kRows * w_stride));
     gemm_tile<WBlock, kRows, T>(nb, w + r * w_stride, w_stride, a, a_stride, y + r, ldy);
   }
   for (; r < nr; ++r) gemm_tile<WBlock, 1, T>(nb, w + r * w_stride, w_stride, a, a_stride, y + r, ldy);

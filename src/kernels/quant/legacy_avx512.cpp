@@ -157,9 +157,8 @@ bool gemv_rows(int64_t nb, const uint8_t* w, int64_t w_stride, int64_t nr, const
     corr[p] = offset_correction<W>(aq[p]);
     da[p] = pair_scale(ab[2 * p].d, ab[2 * p + 1].d);
   }
-  const bool page_kick = page_prefetch_enabled();
   for (int64_t r = 0; r < nr; ++r) {
-    if (page_kick) prefetch_page_ahead(w + r * w_stride, static_cast<size_t>(w_stride));
+    prefetch_page_ahead(w + r * w_stride, static_cast<size_t>(w_stride));
     const WBlock* wb = reinterpret_cast<const WBlock*>(w + r * w_stride);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t p = 0; p < np; ++p) {
@@ -186,10 +185,9 @@ template <class W, int T>
 void gemm_rows(int64_t nb, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a,
                int64_t a_stride, float* y, int64_t ldy) {
   constexpr int kRows = T == 1 ? 1 : 4;
-  const bool page_kick = page_prefetch_enabled();
   int64_t r = 0;
   for (; r + kRows <= nr; r += kRows) {
-    if (page_kick) prefetch_page_ahead(w + r * w_stride, static_cast<size_t>(kRows * w_stride));
+    prefetch_page_ahead(w + r * w_stride, static_cast<size_t>(kRows * w_stride));
     gemm_tile<W, kRows, T>(nb, w + r * w_stride, w_stride, a, a_stride, y + r, ldy);
   }
   for (; r < nr; ++r) gemm_tile<W, 1, T>(nb, w + r * w_stride, w_stride, a, a_stride, y + r, ldy);

@@ -41,14 +41,11 @@ inline void gemm_rows_by_token_tiles(int64_t n_blocks, const void* w, int64_t w_
   });
 }
 
-// A row kernel's gemm entry point: the page kick on or off as page_prefetch_enabled() says.
+// A row kernel's gemm entry point: with the page kick.
 template <class Kernel>
 inline void gemm_by_row_tiles(int64_t n_blocks, const void* w, int64_t w_stride, int64_t nr, const void* a,
                               int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  if (page_prefetch_enabled()) {
-    return gemm_rows_by_token_tiles<Kernel, true>(n_blocks, w, w_stride, nr, a, a_stride, nt, y, ldy);
-  }
-  gemm_rows_by_token_tiles<Kernel, false>(n_blocks, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_rows_by_token_tiles<Kernel, true>(n_blocks, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 // A row kernel's vec_dot: one row, one token, no page kick.

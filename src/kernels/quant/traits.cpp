@@ -2,9 +2,9 @@
 #include "kernels/quant/traits.h"
 
 #include <array>
-#include <cstdlib>
+#include <atomic>
+#include <mutex>
 #include <string>
-#include <string_view>
 
 #include "core/error.h"
 #include "kernels/quant/blocks.h"
@@ -153,11 +153,6 @@ Table build_fast(KernelIsa isa) {
   return t;
 }
 
-bool env_flag_set(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
-}
-
 const TypeTraits& lookup(const Table& table, DType t) {
   const size_t i = index_of(t);
   if (i >= table.size() || table[i].to_float == nullptr) {
@@ -179,23 +174,63 @@ const char* kernel_isa_name(KernelIsa isa) {
   return "?";
 }
 
+CpuKernelLevels detect_cpu_kernels(const IsaOverrides& overrides) {
+  // (__builtin_cpu_supports also checks that the OS saves the AVX/AVX-512 registers.)
+  __builtin_cpu_init();
+  CpuKernelLevels l;
+  if (overrides.no_avx2 || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
+      !__builtin_cpu_supports("f16c")) {
+    return l;
+  }
+  l.isa = KernelIsa::avx2;
+  if (overrides.no_avx512 || !__builtin_cpu_supports("avx512f") ||
+      !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
+      !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vnni")) {
+    return l;
+  }
+  l.isa = KernelIsa::avx512_vnni;
+  l.avx512_bf16 = !overrides.no_avx512_bf16 && __builtin_cpu_supports("avx512bf16");
+  return l;
+}
+
+namespace {
+
+struct ProcessLevels {
+  IsaOverrides overrides;
+  CpuKernelLevels levels;
+};
+
+// The levels of this process: a process-wide value set once at start-up (init_cpu_kernels,
+// or the first query), a constant after that; the kernel tables below are built from it.
+std::atomic<const ProcessLevels*> g_levels{nullptr};
+
+const ProcessLevels& fix_levels(const IsaOverrides& overrides) {
+  static std::mutex mutex;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (g_levels.load(std::memory_order_relaxed) == nullptr) {
+    static const ProcessLevels fixed{overrides, detect_cpu_kernels(overrides)};
+    g_levels.store(&fixed, std::memory_order_release);
+  }
+  return *g_levels.load(std::memory_order_relaxed);
+}
+
+const CpuKernelLevels& process_levels() {
+  const ProcessLevels* p = g_levels.load(std::memory_order_acquire);
+  return (p != nullptr ? *p : fix_levels({})).levels;
+}
+
+}  // namespace
+
+void init_cpu_kernels(const IsaOverrides& overrides) {
+  if (!(fix_levels(overrides).overrides == overrides)) {
+    throw Error(
+        "kernels: init_cpu_kernels: the kernel level was fixed already (call it at the start of "
+        "main, before any kernel runs)");
+  }
+}
+
 KernelIsa cpu_kernel_isa() {
-  static const KernelIsa isa = [] {
-    // The variables force lower levels, to test or compare them on capable machines.
-    // (__builtin_cpu_supports also checks that the OS saves the AVX/AVX-512 registers.)
-    __builtin_cpu_init();
-    if (env_flag_set("STRATA_NO_AVX2") || !__builtin_cpu_supports("avx2") ||
-        !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) {
-      return KernelIsa::scalar;
-    }
-    if (env_flag_set("STRATA_NO_AVX512") || !__builtin_cpu_supports("avx512f") ||
-        !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
-        !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vnni")) {
-      return KernelIsa::avx2;
-    }
-    return KernelIsa::avx512_vnni;
-  }();
-  return isa;
+  return process_levels().isa;
 }
 
 bool cpu_has_avx2_fma() {
@@ -203,14 +238,12 @@ bool cpu_has_avx2_fma() {
 }
 
 bool cpu_has_avx512_bf16() {
-  static const bool has = cpu_kernel_isa() >= KernelIsa::avx512_vnni && !env_flag_set("STRATA_NO_AVX512_BF16") &&
-                          __builtin_cpu_supports("avx512bf16");
-  return has;
+  return process_levels().avx512_bf16;
 }
 
 const TypeTraits& type_traits_for(KernelIsa isa, DType t) {
   if (isa > cpu_kernel_isa()) {
-    throw Error(std::string("kernels: this CPU (or the environment) does not allow ") +
+    throw Error(std::string("kernels: this CPU (or the ISA overrides) does not allow ") +
                 kernel_isa_name(isa) + " kernels");
   }
   // Building a table only stores function pointers; the check above keeps a level this

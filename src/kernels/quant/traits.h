@@ -53,15 +53,39 @@ enum class KernelIsa {
 };
 const char* kernel_isa_name(KernelIsa isa);
 
-// The best level this CPU (and OS) supports, lowered by the environment: STRATA_NO_AVX512
-// set (not empty or "0") caps it at avx2, STRATA_NO_AVX2 at scalar. Read once.
+// Lower levels forced on a capable machine, to test or compare them. The kernels do not
+// read the environment: the mains do (tools/isa_env.h: STRATA_NO_AVX512, STRATA_NO_AVX2,
+// STRATA_NO_AVX512_BF16) and pass the result to init_cpu_kernels.
+struct IsaOverrides {
+  bool no_avx512 = false;       // cap the level at avx2
+  bool no_avx2 = false;         // cap the level at scalar
+  bool no_avx512_bf16 = false;  // no AVX512_BF16 dot products
+  bool operator==(const IsaOverrides&) const = default;
+};
+
+// What the kernels of a process may use.
+struct CpuKernelLevels {
+  KernelIsa isa = KernelIsa::scalar;
+  bool avx512_bf16 = false;  // isa is avx512_vnni and the CPU has AVX512_BF16
+};
+
+// The best levels this CPU (and OS) supports, capped by `overrides`. Reads only the CPU.
+CpuKernelLevels detect_cpu_kernels(const IsaOverrides& overrides);
+
+// Fixes the levels of this process at detect_cpu_kernels(overrides). Call it once at the
+// start of main, before any kernel runs; the first query without it fixes the CPU's own
+// levels. Calling it again with the same overrides does nothing; with other overrides,
+// once the levels are fixed, it throws strata::Error.
+void init_cpu_kernels(const IsaOverrides& overrides);
+
+// The level of this process (see init_cpu_kernels).
 KernelIsa cpu_kernel_isa();
 
 // cpu_kernel_isa() >= avx2.
 bool cpu_has_avx2_fma();
 
 // cpu_kernel_isa() >= avx512_vnni and the CPU has AVX512_BF16 (bf16 dot products, used by
-// attention over bf16 KV caches), unless STRATA_NO_AVX512_BF16 is set. Read once.
+// attention over bf16 KV caches), unless the overrides turned it off.
 bool cpu_has_avx512_bf16();
 
 // The table of one level, for comparing levels in tests and benchmarks; throws
