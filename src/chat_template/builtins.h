@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/chat_template/ast.h"
-#include "tokenizer/chat_template/renderer.h"
-#include "tokenizer/chat_template/value.h"
+#include "chat_template/ast.h"
+#include "chat_template/renderer.h"
+#include "chat_template/value.h"
 
 namespace strata::chat {
 

@@ -1,4 +1,4 @@
-#include "tokenizer/chat_template/unicode.h"
+#include "chat_template/unicode.h"
 
 namespace strata::chat::utf8 {
 namespace {

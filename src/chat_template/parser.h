@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/chat_template/ast.h"
+#include "chat_template/ast.h"
 
 namespace strata::chat {
 

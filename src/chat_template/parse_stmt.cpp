@@ -1,6 +1,6 @@
 // Statement half of the parser: template text, `{{ }}` output and `{% %}` tags.
+#include "chat_template/parser.h"
 #include "core/error.h"
-#include "tokenizer/chat_template/parser.h"
 
 namespace strata::chat {
 
