@@ -5,13 +5,13 @@
 //   chunked     decoders' worst inter-token gap while a long prompt arrives, with
 //               chunked prefill on vs off, and the long prompt's TTFT
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "engine/offline.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -31,10 +31,6 @@ struct OfflineBenchFlags {
   int long_prompt = 8000;
   int n_decoders = 8;
 };
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::vector<int32_t> random_prompt(std::mt19937& rng, int n, int64_t n_vocab) {
   std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(n_vocab - 1));
@@ -70,14 +66,14 @@ void throughput(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
   cfg.prefix_cache = false;
   auto run = [&](bool together) {
     Engine engine(model, pool, cfg);
-    const double t0 = now_s();
+    const double t0 = steady_now_s();
     int64_t out = 0;
     if (together) {
       for (const auto& r : generate(engine, nullptr, reqs)) out += static_cast<int64_t>(r.tokens.size());
     } else {
       for (const auto& q : reqs) out += static_cast<int64_t>(generate(engine, nullptr, {q})[0].tokens.size());
     }
-    return static_cast<double>(out) / (now_s() - t0);
+    return static_cast<double>(out) / (steady_now_s() - t0);
   };
   const double one = run(false);
   const double all = run(true);
@@ -129,7 +125,7 @@ void chunked(Model& model, ThreadPool& pool, const OfflineBenchFlags& f, int64_t
   int after_long = 0;
   while (after_long < 5) {
     const auto outs = engine.step();
-    const double t = now_s();
+    const double t = steady_now_s();
     for (const auto& o : outs) {
       if (o.id == long_id && !o.new_tokens.empty() && long_ttft < 0) long_ttft = t - long_added;
       const auto it = std::find(decoders.begin(), decoders.end(), o.id);
@@ -144,7 +140,7 @@ void chunked(Model& model, ThreadPool& pool, const OfflineBenchFlags& f, int64_t
     }
     if (long_id == 0 && *std::min_element(count.begin(), count.end()) >= 3) {
       long_id = engine.add_request(random_prompt(rng, f.long_prompt, model.config().n_vocab), fixed_length(1));
-      long_added = now_s();
+      long_added = steady_now_s();
     }
     if (long_ttft >= 0) ++after_long;
   }
