@@ -47,14 +47,6 @@ RequestOptions fixed_length(int n) {
   return o;
 }
 
-double matmul_params(const Model& m) {
-  double p = 0;
-  for (const auto& t : m.file().tensors()) {
-    if (t.ne.size() == 2 && t.name != "token_embd.weight") p += static_cast<double>(t.n_elements);
-  }
-  return p;
-}
-
 void throughput(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
   std::mt19937 rng(1);
   std::vector<OfflineRequest> reqs;
@@ -77,7 +69,7 @@ void throughput(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
   };
   const double one = run(false);
   const double all = run(true);
-  const double gflop = 2 * matmul_params(model) * all / 1e9;
+  const double gflop = 2 * model.matmul_params() * all / 1e9;
   std::printf("throughput: %d requests x (prompt %d, output %d), %d threads\n", f.n_requests, f.prompt_len,
               f.output_len, pool.size());
   std::printf("  one at a time:        %8.2f output tok/s\n", one);
