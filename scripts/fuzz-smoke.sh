@@ -14,7 +14,7 @@ FLAGS=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 echo "fuzz: building targets with $CXX"
 $CXX "${FLAGS[@]}" tests/fuzz/tokenizer_fuzz.cpp src/tokenizer/*.cpp src/gguf/*.cpp src/core/*.cpp \
   -lpcre2-8 -o "$OUT/tokenizer_fuzz" &
-$CXX "${FLAGS[@]}" tests/fuzz/chat_template_fuzz.cpp src/tokenizer/chat_template/*.cpp src/core/*.cpp \
+$CXX "${FLAGS[@]}" tests/fuzz/chat_template_fuzz.cpp src/chat_template/*.cpp src/core/*.cpp \
   -o "$OUT/chat_template_fuzz" &
 wait %1 && wait %2
 

@@ -37,16 +37,6 @@ struct BenchModelFlags {
   bool roofline = false;       // add each test's fraction of the machine's limits
 };
 
-// Parameters of the model's matrices that are multiplied per token (every 2-D tensor but
-// the embedding table, which is only indexed): a token costs 2 x this many FLOPs.
-double matmul_params(const Model& model) {
-  double params = 0;
-  for (const auto& t : model.file().tensors()) {
-    if (t.ne.size() == 2 && t.name != "token_embd.weight") params += static_cast<double>(t.n_elements);
-  }
-  return params;
-}
-
 // The machine's limits measured in the same process as the tests, so that a figure and
 // its yardstick see the same (shared, noisy) machine: the AVX2 f32 FMA peak once, and the
 // read bandwidth right before and right after each test (the better of the two: a
@@ -201,7 +191,7 @@ void bench_model(const BenchModelFlags& f) {
   if (!modes.dense()) std::fprintf(stderr, "sparse attention: %s\n", modes.describe().c_str());
   nlohmann::json results = nlohmann::json::array();
   std::unique_ptr<RooflineYardstick> yardstick;
-  const double params = matmul_params(*model);  // 2 x params FLOPs per token
+  const double params = model->matmul_params();  // 2 x params FLOPs per token
   if (f.roofline) yardstick = std::make_unique<RooflineYardstick>(pool);
   const double bytes_per_token = static_cast<double>(model->weight_bytes_per_token());
   if (f.output == "md") {
@@ -314,7 +304,7 @@ void bench_roofline(int threads_flag, double gib, const std::string& model_path)
   if (!model_path.empty()) {
     auto model = Model::load(model_path, Model::WeightMemory::mmap);  // sizes only
     const double bytes = static_cast<double>(model->weight_bytes_per_token());
-    const double params = matmul_params(*model);
+    const double params = model->matmul_params();
     std::printf("model weights read per token: %.1f MiB\n", bytes / (1 << 20));
     std::printf("decode upper bound:  %.2f tok/s (read bandwidth / bytes per token)\n",
                 r.read_gbps * 1e9 / bytes);

@@ -5,13 +5,13 @@
 //   chunked     decoders' worst inter-token gap while a long prompt arrives, with
 //               chunked prefill on vs off, and the long prompt's TTFT
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "engine/offline.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -32,10 +32,6 @@ struct OfflineBenchFlags {
   int n_decoders = 8;
 };
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 std::vector<int32_t> random_prompt(std::mt19937& rng, int n, int64_t n_vocab) {
   std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(n_vocab - 1));
   std::vector<int32_t> p = {1};
@@ -51,14 +47,6 @@ RequestOptions fixed_length(int n) {
   return o;
 }
 
-double matmul_params(const Model& m) {
-  double p = 0;
-  for (const auto& t : m.file().tensors()) {
-    if (t.ne.size() == 2 && t.name != "token_embd.weight") p += static_cast<double>(t.n_elements);
-  }
-  return p;
-}
-
 void throughput(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
   std::mt19937 rng(1);
   std::vector<OfflineRequest> reqs;
@@ -70,18 +58,18 @@ void throughput(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
   cfg.prefix_cache = false;
   auto run = [&](bool together) {
     EngineCore engine(model, pool, cfg);
-    const double t0 = now_s();
+    const double t0 = steady_now_s();
     int64_t out = 0;
     if (together) {
       for (const auto& r : generate(engine, nullptr, reqs)) out += static_cast<int64_t>(r.tokens.size());
     } else {
       for (const auto& q : reqs) out += static_cast<int64_t>(generate(engine, nullptr, {q})[0].tokens.size());
     }
-    return static_cast<double>(out) / (now_s() - t0);
+    return static_cast<double>(out) / (steady_now_s() - t0);
   };
   const double one = run(false);
   const double all = run(true);
-  const double gflop = 2 * matmul_params(model) * all / 1e9;
+  const double gflop = 2 * model.matmul_params() * all / 1e9;
   std::printf("throughput: %d requests x (prompt %d, output %d), %d threads\n", f.n_requests, f.prompt_len,
               f.output_len, pool.size());
   std::printf("  one at a time:        %8.2f output tok/s\n", one);
@@ -129,7 +117,7 @@ void chunked(Model& model, ThreadPool& pool, const OfflineBenchFlags& f, int64_t
   int after_long = 0;
   while (after_long < 5) {
     const auto outs = engine.step();
-    const double t = now_s();
+    const double t = steady_now_s();
     for (const auto& o : outs) {
       if (o.id == long_id && !o.new_tokens.empty() && long_ttft < 0) long_ttft = t - long_added;
       const auto it = std::find(decoders.begin(), decoders.end(), o.id);
@@ -144,7 +132,7 @@ void chunked(Model& model, ThreadPool& pool, const OfflineBenchFlags& f, int64_t
     }
     if (long_id == 0 && *std::min_element(count.begin(), count.end()) >= 3) {
       long_id = engine.add_request(random_prompt(rng, f.long_prompt, model.config().n_vocab), fixed_length(1));
-      long_added = now_s();
+      long_added = steady_now_s();
     }
     if (long_ttft >= 0) ++after_long;
   }

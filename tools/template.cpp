@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "chat_template/chat_template.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
-#include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 

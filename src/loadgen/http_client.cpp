@@ -9,6 +9,7 @@
 #include <chrono>
 #include <limits>
 
+#include "core/clock.h"
 #include "core/error.h"
 
 namespace strata::loadgen {
@@ -233,7 +234,7 @@ void EventLoop::run() {
 }
 
 double EventLoop::now_s() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return steady_now_s();
 }
 
 }  // namespace strata::loadgen

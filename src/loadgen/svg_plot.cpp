@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/html_escape.h"
+
 namespace strata::loadgen {
 namespace {
 
@@ -12,26 +14,7 @@ constexpr double kPanelW = 600, kPanelH = 370, kTop = 60;
 constexpr double kMarginL = 70, kMarginR = 25, kMarginT = 35, kMarginB = 50;
 
 std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return html_escape(s, HtmlQuotes::kNamed);
 }
 
 std::string f(double v) {

@@ -48,6 +48,9 @@ class Model {
   const gguf::GgufFile& file() const { return file_; }
   // Bytes of weights read to produce one token (every matrix once, plus one embedding row).
   size_t weight_bytes_per_token() const;
+  // Parameters of the matrices multiplied per token (every 2-D tensor in the file but the
+  // embedding table, which is only indexed): a token costs 2 x this many FLOPs.
+  double matmul_params() const;
 
   // The KV cache layout for this model; with streaming heads in `modes` their K/V go to
   // a separate pool of n_stream_blocks blocks.

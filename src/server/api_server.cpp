@@ -1,7 +1,6 @@
 #include "server/api_server.h"
 
-#include <chrono>
-
+#include "core/clock.h"
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
@@ -36,10 +35,6 @@ const Route* find_route(std::string_view path) {
     if (path == r.path) return &r;
   }
   return nullptr;
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Compares in time independent of where equal-length strings differ.
@@ -234,7 +229,7 @@ std::string ApiServer::detokenize(const HttpRequest& req) const {
 void ApiServer::reply(const std::shared_ptr<Responder>& responder, AccessRecord& access,
                       HttpResponse response, double arrival_s) {
   access.status = response.status;
-  access.total_s = now_s() - arrival_s;
+  access.total_s = steady_now_s() - arrival_s;
   responder->send(std::move(response));
   log_access(access);
 }

@@ -1,8 +1,8 @@
 #include "server/generation_job.h"
 
-#include <chrono>
 #include <random>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "server/api_error.h"
 
@@ -10,10 +10,6 @@ namespace strata::server {
 namespace {
 
 using nlohmann::json;
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // The engine names the field first ("prompt: 200 tokens leave no room ...").
 ApiError engine_error(const Error& e) {
@@ -75,7 +71,7 @@ void GenerationJob::start() {
     Sequence& s = seqs_[i];
     auto callback = [self = shared_from_this(), i](const RequestOutput& o) {
       // Engine thread: copy and hand over; the work happens on the connection's strand.
-      const double t = now_s();
+      const double t = steady_now_s();
       self->responder_->post([self, i, o, t] { self->on_output(i, o, t); });
     };
     try {
@@ -209,7 +205,7 @@ Usage GenerationJob::usage() const {
 
 void GenerationJob::complete() {
   completed_ = true;
-  const double t = now_s();
+  const double t = steady_now_s();
   bool aborted = false;
   double first_token = -1;
   for (const Sequence& s : seqs_) {

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/error.h"
 
 namespace strata::server {
@@ -31,10 +32,6 @@ constexpr size_t kMaxPipelinedBytes = 64 << 10;  // read ahead while a response 
 constexpr size_t kMaxQueuedOutput = 64 << 20;    // a client this far behind counts as gone
 constexpr size_t kMaxLingerBytes = 64 << 20;     // discarded after a refused request
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::string lower(beast::string_view s) {
   std::string out(s.data(), s.size());
@@ -182,7 +179,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void dispatch_request(int rejected) {
     HttpRequest req;
-    req.received_s = now_s();
+    req.received_s = steady_now_s();
     req.rejected = rejected;
     if (parser_ && parser_->is_header_done()) {
       auto& msg = parser_->get();

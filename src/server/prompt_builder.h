@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "chat_template/chat_template.h"
 #include "server/request_parse.h"
-#include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace strata::server {

@@ -1,7 +1,7 @@
 // Turns the JSON body of /v1/completions and /v1/chat/completions into a validated
 // GenerationRequest: every field's type and range is checked here (400 naming the
 // field); what needs the tokenizer or the engine (prompt length, token ids) is checked
-// when the request is prepared (prepare_prompts.h) and submitted.
+// when the request is prepared (prompt_builder.h) and submitted.
 #pragma once
 
 #include <cstdint>

@@ -40,6 +40,31 @@ inline uint64_t hash_bytes(std::string_view s) {
   return h;
 }
 
+// The bitmap of key hashes that both tables below keep: 4 bits per slot (8+ per key, as a
+// table is at most half full), so most lookups of absent keys touch only this.
+class HashFilter {
+ public:
+  // Sized for a table of n_slots slots (a power of two, at least 16); all bits clear.
+  void reset(size_t n_slots) {
+    words_.assign(n_slots / 16, 0);
+    mask_ = n_slots * 4 - 1;
+  }
+  void clear() { std::fill(words_.begin(), words_.end(), 0); }
+  void add(uint64_t h) {
+    const size_t bit = (h >> 20) & mask_;
+    words_[bit >> 6] |= uint64_t{1} << (bit & 63);
+  }
+  // False: no key with hash h was added.
+  bool may_contain(uint64_t h) const {
+    const size_t bit = (h >> 20) & mask_;
+    return (words_[bit >> 6] & (uint64_t{1} << (bit & 63))) != 0;
+  }
+
+ private:
+  std::vector<uint64_t> words_;
+  size_t mask_ = 0;
+};
+
 // Maps byte strings to non-negative int32 values. Keys are copied into one buffer. A
 // bitmap of key hashes (8+ bits per key) answers most lookups of absent keys without
 // touching the larger slot array; the tokenizers' merge loops mostly ask for strings
@@ -59,7 +84,7 @@ class StringMap {
         s = {static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(h >> 32),
              static_cast<uint32_t>(key.size()), value};
         keys_.append(key);
-        set_filter_bit(h);
+        filter_.add(h);
         ++count_;
         return true;
       }
@@ -71,8 +96,7 @@ class StringMap {
   int32_t find(std::string_view key) const {
     if (count_ == 0) return -1;
     const uint64_t h = hash_bytes(key);
-    const size_t bit = (h >> 20) & filter_mask_;
-    if ((filter_[bit >> 6] & (uint64_t{1} << (bit & 63))) == 0) return -1;
+    if (!filter_.may_contain(h)) return -1;
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.value < 0) return -1;
@@ -85,7 +109,7 @@ class StringMap {
   // Removes every key, keeping the allocated memory.
   void clear() {
     std::fill(slots_.begin(), slots_.end(), Slot{});
-    std::fill(filter_.begin(), filter_.end(), 0);
+    filter_.clear();
     keys_.clear();
     count_ = 0;
   }
@@ -101,17 +125,11 @@ class StringMap {
 
   std::string_view key_of(const Slot& s) const { return {keys_.data() + s.offset, s.length}; }
 
-  void set_filter_bit(uint64_t h) {
-    const size_t bit = (h >> 20) & filter_mask_;
-    filter_[bit >> 6] |= uint64_t{1} << (bit & 63);
-  }
-
   void grow() {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
     mask_ = slots_.size() - 1;
-    filter_.assign(slots_.size() / 16, 0);  // 4 bits per slot, 8+ per key
-    filter_mask_ = slots_.size() * 4 - 1;
+    filter_.reset(slots_.size());
     for (const Slot& s : old) {
       if (s.value < 0) continue;
       // Only 32 hash bits are stored, so the hash is recomputed from the key.
@@ -119,15 +137,14 @@ class StringMap {
       size_t i = h & mask_;
       while (slots_[i].value >= 0) i = (i + 1) & mask_;
       slots_[i] = s;
-      set_filter_bit(h);
+      filter_.add(h);
     }
   }
 
   std::vector<Slot> slots_;
-  std::vector<uint64_t> filter_;
+  HashFilter filter_;
   std::string keys_;
   size_t mask_ = 0;
-  size_t filter_mask_ = 0;
   size_t count_ = 0;
 };
 
@@ -147,7 +164,7 @@ class PairMap {
       Slot& s = slots_[i];
       if (s.key == kEmpty) {
         s = {key, e};
-        set_filter_bit(mix64(key));
+        filter_.add(mix64(key));
         ++count_;
         return true;
       }
@@ -160,8 +177,7 @@ class PairMap {
     if (count_ == 0) return {};
     const uint64_t key = pack(left, right);
     const uint64_t h = mix64(key);
-    const size_t bit = (h >> 20) & filter_mask_;
-    if ((filter_[bit >> 6] & (uint64_t{1} << (bit & 63))) == 0) return {};
+    if (!filter_.may_contain(h)) return {};
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.key == key) return s.entry;
@@ -183,31 +199,24 @@ class PairMap {
            static_cast<uint32_t>(right);
   }
 
-  void set_filter_bit(uint64_t h) {
-    const size_t bit = (h >> 20) & filter_mask_;
-    filter_[bit >> 6] |= uint64_t{1} << (bit & 63);
-  }
-
   void grow() {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
     mask_ = slots_.size() - 1;
-    filter_.assign(slots_.size() / 16, 0);  // 4 bits per slot, 8+ per key
-    filter_mask_ = slots_.size() * 4 - 1;
+    filter_.reset(slots_.size());
     for (const Slot& s : old) {
       if (s.key == kEmpty) continue;
       const uint64_t h = mix64(s.key);
       size_t i = h & mask_;
       while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
       slots_[i] = s;
-      set_filter_bit(h);
+      filter_.add(h);
     }
   }
 
   std::vector<Slot> slots_;
-  std::vector<uint64_t> filter_;
+  HashFilter filter_;
   size_t mask_ = 0;
-  size_t filter_mask_ = 0;
   size_t count_ = 0;
 };
 

@@ -11,12 +11,16 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace strata::tok {
 
-// Length (1..4) of the well-formed UTF-8 sequence starting at s[pos] (pos < s.size()), or
-// 0 when the bytes there are not a complete, well-formed sequence (RFC 3629: no
-// overlongs, no surrogates, nothing above U+10FFFF).
-size_t utf8_valid_length(std::string_view s, size_t pos);
+// Byte-level UTF-8 lives in core/utf8.h (shared with the chat-template engine).
+using ::strata::utf8_append;
+using ::strata::utf8_classify_prefix;
+using ::strata::utf8_decode;
+using ::strata::utf8_valid_length;
+using ::strata::Utf8Prefix;
 
 // Bytes that make up the character at s[pos]: the well-formed sequence, or 1 byte.
 inline size_t utf8_char_length(std::string_view s, size_t pos) {
@@ -25,23 +29,6 @@ inline size_t utf8_char_length(std::string_view s, size_t pos) {
   const size_t n = utf8_valid_length(s, pos);
   return n == 0 ? 1 : n;
 }
-
-// Decodes the well-formed sequence of length `len` at s[pos] (as found above).
-uint32_t utf8_decode(std::string_view s, size_t pos, size_t len);
-
-// Appends the UTF-8 encoding of `cp` (must be <= 0x10FFFF).
-void utf8_append(std::string& out, uint32_t cp);
-
-// Result of looking at the start of an incomplete-or-complete byte buffer, used by the
-// streaming decoder: `complete` bytes form a whole character, or the buffer holds the
-// beginning of one that later bytes may finish (`need_more`), or the first `invalid`
-// bytes can never become a character (emit U+FFFD for them).
-struct Utf8Prefix {
-  size_t complete = 0;
-  size_t invalid = 0;
-  bool need_more = false;
-};
-Utf8Prefix utf8_classify_prefix(std::string_view s);
 
 // `s` in double quotes for an error message: control bytes and bytes >= 0x80 escaped
 // as \xNN, cut after 64 bytes.

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "chat_template/chat_template.h"
 #include "core/error.h"
-#include "tokenizer/chat_template/chat_template.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "tokenizer/chat_template/chat_template.h"
+#include "chat_template/chat_template.h"
 
 namespace {
 

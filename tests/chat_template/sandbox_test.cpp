@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "chat_template/chat_template.h"
 #include "core/error.h"
-#include "tokenizer/chat_template/chat_template.h"
 
 namespace {
 

@@ -7,14 +7,14 @@
 // make a good seed corpus.
 //
 // Build (clang): clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-//   tests/fuzz/chat_template_fuzz.cpp src/tokenizer/chat_template/*.cpp -o chat_template_fuzz
+//   tests/fuzz/chat_template_fuzz.cpp src/chat_template/*.cpp -o chat_template_fuzz
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "chat_template/chat_template.h"
 #include "core/error.h"
-#include "tokenizer/chat_template/chat_template.h"
 
 namespace {
 

@@ -6,8 +6,9 @@
 #include <limits>
 #include <optional>
 
-#include "tokenizer/chat_template/builtins.h"
-#include "tokenizer/chat_template/unicode.h"
+#include "chat_template/builtins.h"
+#include "chat_template/unicode.h"
+#include "core/html_escape.h"
 
 namespace strata::chat {
 
@@ -30,32 +31,6 @@ std::string jinja_title(std::string_view s) {
     bool separator = utf8::is_space(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
     utf8::append(out, separator ? c : (word_start ? utf8::to_upper(c) : utf8::to_lower(c)));
     word_start = separator;
-  }
-  return out;
-}
-
-std::string html_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out.push_back(c);
-    }
   }
   return out;
 }
@@ -368,17 +343,17 @@ const std::pair<std::string_view, Filter> kFilters[] = {
     {"escape",
      [](Renderer& r, Value& v, CallArgs& a) {
        BoundArgs(a, "escape", {});
-       return Value::string(html_escape(text_of(r, v)));
+       return Value::string(html_escape(text_of(r, v), HtmlQuotes::kNumeric));
      }},
     {"e",
      [](Renderer& r, Value& v, CallArgs& a) {
        BoundArgs(a, "e", {});
-       return Value::string(html_escape(text_of(r, v)));
+       return Value::string(html_escape(text_of(r, v), HtmlQuotes::kNumeric));
      }},
     {"forceescape",
      [](Renderer& r, Value& v, CallArgs& a) {
        BoundArgs(a, "forceescape", {});
-       return Value::string(html_escape(text_of(r, v)));
+       return Value::string(html_escape(text_of(r, v), HtmlQuotes::kNumeric));
      }},
     {"pprint",
      [](Renderer& r, Value& v, CallArgs& a) {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/chat_template/ast.h"
+#include "chat_template/ast.h"
 
 namespace strata::chat {
 
@@ -35,6 +35,11 @@ class Parser {
   StmtPtr parse_set(SourcePos pos);
   StmtPtr parse_macro(SourcePos pos);
   StmtPtr parse_call_block(SourcePos pos);
+  // A macro's body through `{% end_tag %}`, or a call block's (which becomes the `caller`
+  // macro): `scope` records its uses of varargs, kwargs and caller, and `break` and
+  // `continue` do not reach loops outside it.
+  Body parse_macro_body(MacroStmt& scope, std::string_view end_tag, std::string_view opened_by,
+                        SourcePos pos);
   StmtPtr parse_filter_block(SourcePos pos);
   StmtPtr parse_with(SourcePos pos);
   StmtPtr parse_scope_block(SourcePos pos, std::string_view end_tag);

@@ -1,10 +1,10 @@
 // Expression evaluation, variable lookup, attribute and item access, and calls.
 #include <limits>
 
+#include "chat_template/builtins.h"
+#include "chat_template/renderer.h"
+#include "chat_template/unicode.h"
 #include "core/error.h"
-#include "tokenizer/chat_template/builtins.h"
-#include "tokenizer/chat_template/renderer.h"
-#include "tokenizer/chat_template/unicode.h"
 
 namespace strata::chat {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <tuple>
 
-#include "tokenizer/chat_template/builtins.h"
-#include "tokenizer/chat_template/unicode.h"
+#include "chat_template/builtins.h"
+#include "chat_template/unicode.h"
 
 namespace strata::chat {
 

@@ -1,10 +1,10 @@
-#include "tokenizer/chat_template/lexer.h"
+#include "chat_template/lexer.h"
 
 #include <charconv>
 #include <cstring>
 
+#include "chat_template/unicode.h"
 #include "core/error.h"
-#include "tokenizer/chat_template/unicode.h"
 
 namespace strata::chat {
 

@@ -1,4 +1,4 @@
-#include "tokenizer/chat_template/builtins.h"
+#include "chat_template/builtins.h"
 
 namespace strata::chat {
 

@@ -1,8 +1,8 @@
 // Jinja2's built-in tests (`x is defined`, `x is divisibleby 3`, ...).
 #include <cmath>
 
-#include "tokenizer/chat_template/builtins.h"
-#include "tokenizer/chat_template/unicode.h"
+#include "chat_template/builtins.h"
+#include "chat_template/unicode.h"
 
 namespace strata::chat {
 

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/chat_template/lexer.h"
-#include "tokenizer/chat_template/value.h"
+#include "chat_template/lexer.h"
+#include "chat_template/value.h"
 
 namespace strata::chat {
 

@@ -2,7 +2,7 @@
 // joiner, plus transformers' raise_exception and strftime_now.
 #include <ctime>
 
-#include "tokenizer/chat_template/builtins.h"
+#include "chat_template/builtins.h"
 
 namespace strata::chat {
 

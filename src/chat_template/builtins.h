@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/chat_template/ast.h"
-#include "tokenizer/chat_template/renderer.h"
-#include "tokenizer/chat_template/value.h"
+#include "chat_template/ast.h"
+#include "chat_template/renderer.h"
+#include "chat_template/value.h"
 
 namespace strata::chat {
 
@@ -66,7 +66,7 @@ struct JsonOptions {
   std::string key_separator = ": ";
 };
 std::string to_json(const Value& v, const JsonOptions& options, size_t max_bytes);
-Value parse_json(std::string_view text);  // json_convert.cpp (uses nlohmann)
+Value parse_json(std::string_view text);  // chat_template.cpp (uses nlohmann)
 
 // format.cpp: printf-style `str % args` and Python str.format.
 std::string percent_format(const std::string& fmt, const Value& args, size_t max_bytes);

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/chat_template/ast.h"
-#include "tokenizer/chat_template/value.h"
+#include "chat_template/ast.h"
+#include "chat_template/value.h"
 
 namespace strata::chat {
 

@@ -1,6 +1,6 @@
 // Statement half of the parser: template text, `{{ }}` output and `{% %}` tags.
+#include "chat_template/parser.h"
 #include "core/error.h"
-#include "tokenizer/chat_template/parser.h"
 
 namespace strata::chat {
 
@@ -308,18 +308,24 @@ std::vector<MacroParam> Parser::parse_params() {
   return params;
 }
 
+Body Parser::parse_macro_body(MacroStmt& scope, std::string_view end_tag,
+                              std::string_view opened_by, SourcePos pos) {
+  macros_.push_back(&scope);
+  int saved_loop_depth = loop_depth_;
+  loop_depth_ = 0;
+  Body body = parse_body({end_tag}, opened_by, pos);
+  loop_depth_ = saved_loop_depth;
+  macros_.pop_back();
+  end_block_tag(end_tag);
+  return body;
+}
+
 StmtPtr Parser::parse_macro(SourcePos pos) {
   auto stmt = std::make_unique<MacroStmt>(pos);
   stmt->name = expect_name();
   stmt->params = parse_params();
   expect_block_end();
-  macros_.push_back(stmt.get());
-  int saved_loop_depth = loop_depth_;
-  loop_depth_ = 0;
-  stmt->body = parse_body({"endmacro"}, "macro", pos);
-  loop_depth_ = saved_loop_depth;
-  macros_.pop_back();
-  end_block_tag("endmacro");
+  stmt->body = parse_macro_body(*stmt, "endmacro", "macro", pos);
   return stmt;
 }
 
@@ -332,13 +338,7 @@ StmtPtr Parser::parse_call_block(SourcePos pos) {
   expect_block_end();
   // The body becomes the `caller` macro: it may use varargs/kwargs of its own.
   MacroStmt caller_scope(pos);
-  macros_.push_back(&caller_scope);
-  int saved_loop_depth = loop_depth_;
-  loop_depth_ = 0;
-  stmt->body = parse_body({"endcall"}, "call", pos);
-  loop_depth_ = saved_loop_depth;
-  macros_.pop_back();
-  end_block_tag("endcall");
+  stmt->body = parse_macro_body(caller_scope, "endcall", "call", pos);
   return stmt;
 }
 

@@ -1,13 +1,11 @@
-#include "tokenizer/chat_template/unicode.h"
+#include "chat_template/unicode.h"
+
+#include "core/utf8.h"
 
 namespace strata::chat::utf8 {
 namespace {
 
 constexpr char32_t kEscapeBase = 0xDC00;  // stray byte b decodes to U+DC00 + b
-
-bool is_continuation(unsigned char c) {
-  return (c & 0xC0) == 0x80;
-}
 
 // A contiguous block where upper case U+lo..U+hi maps to lower case by adding delta.
 struct OffsetRange {
@@ -45,58 +43,28 @@ bool in_pair_range(char32_t cp, bool want_upper) {
 }  // namespace
 
 char32_t decode(std::string_view s, size_t& i) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
+  const auto c = static_cast<unsigned char>(s[i]);
   if (c < 0x80) {
     ++i;
     return c;
   }
-  int extra = 0;
-  char32_t cp = 0;
-  char32_t min = 0;
-  if ((c & 0xE0) == 0xC0) {
-    extra = 1, cp = c & 0x1F, min = 0x80;
-  } else if ((c & 0xF0) == 0xE0) {
-    extra = 2, cp = c & 0x0F, min = 0x800;
-  } else if ((c & 0xF8) == 0xF0) {
-    extra = 3, cp = c & 0x07, min = 0x10000;
-  } else {
+  const size_t len = utf8_valid_length(s, i);
+  if (len == 0) {
     ++i;
     return kEscapeBase + c;
   }
-  for (int k = 1; k <= extra; ++k) {
-    if (i + k >= s.size() || !is_continuation(static_cast<unsigned char>(s[i + k]))) {
-      ++i;
-      return kEscapeBase + c;
-    }
-    cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    ++i;
-    return kEscapeBase + c;
-  }
-  i += extra + 1;
+  const char32_t cp = utf8_decode(s, i, len);
+  i += len;
   return cp;
 }
 
 void append(std::string& out, char32_t cp) {
   if (cp >= kEscapeBase + 0x80 && cp <= kEscapeBase + 0xFF) {
-    out.push_back(static_cast<char>(cp - kEscapeBase));
-  } else if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp <= 0x10FFFF) {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    out.push_back(static_cast<char>(cp - kEscapeBase));  // an escaped stray byte
+  } else if (cp > 0x10FFFF) {
+    utf8_append(out, 0xFFFD);
   } else {
-    append(out, 0xFFFD);
+    utf8_append(out, cp);  // other surrogates keep their three-byte form
   }
 }
 

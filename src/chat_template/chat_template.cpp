@@ -1,15 +1,15 @@
 // The public API: parses once, renders per request, and converts nlohmann::json input into
 // interpreter values at the boundary (the only place that includes nlohmann/json.hpp).
-#include "tokenizer/chat_template/chat_template.h"
+#include "chat_template/chat_template.h"
 
 #include <limits>
 #include <new>
 #include <stdexcept>
 
+#include "chat_template/builtins.h"
+#include "chat_template/parser.h"
+#include "chat_template/renderer.h"
 #include "core/error.h"
-#include "tokenizer/chat_template/builtins.h"
-#include "tokenizer/chat_template/parser.h"
-#include "tokenizer/chat_template/renderer.h"
 
 namespace strata::chat {
 

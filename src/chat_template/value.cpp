@@ -1,10 +1,10 @@
-#include "tokenizer/chat_template/value.h"
+#include "chat_template/value.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/chat_template/unicode.h"
+#include "chat_template/unicode.h"
 
 namespace strata::chat {
 

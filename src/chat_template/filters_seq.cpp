@@ -1,8 +1,8 @@
 // Jinja2's built-in filters on sequences and mappings: length, join, map, select, sort, ...
 #include <algorithm>
 
-#include "tokenizer/chat_template/builtins.h"
-#include "tokenizer/chat_template/unicode.h"
+#include "chat_template/builtins.h"
+#include "chat_template/unicode.h"
 
 namespace strata::chat {
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/chat_template/builtins.h"
-#include "tokenizer/chat_template/unicode.h"
+#include "chat_template/builtins.h"
+#include "chat_template/unicode.h"
 
 namespace strata::chat {
 

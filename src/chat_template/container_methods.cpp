@@ -1,7 +1,7 @@
 // Methods of Python list and dict objects.
 #include <algorithm>
 
-#include "tokenizer/chat_template/builtins.h"
+#include "chat_template/builtins.h"
 
 namespace strata::chat {
 

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
+#include "chat_template/builtins.h"
+#include "chat_template/renderer.h"
 #include "core/error.h"
-#include "tokenizer/chat_template/builtins.h"
-#include "tokenizer/chat_template/renderer.h"
 
 namespace strata::chat {
 

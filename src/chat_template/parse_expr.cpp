@@ -2,8 +2,8 @@
 // or, and, not, comparisons (chained; in, not in), + and -, ~, * / // %, ** (left
 // associative, as in Jinja2), unary - and +, then postfix (.attr, [item], call), filters
 // and tests.
+#include "chat_template/parser.h"
 #include "core/error.h"
-#include "tokenizer/chat_template/parser.h"
 
 namespace strata::chat {
 
