@@ -85,7 +85,8 @@ EngineConfig resolved(EngineConfig c, const Model& model) {
   return c;
 }
 
-KvPlan plan_kv(const Model& model, const EngineConfig& c) {
+KvPlan plan_kv(const Model& model, const EngineConfig& config) {
+  const EngineConfig c = resolved(config, model);
   KvPlan p;
   const int64_t n_blocks = (pool_tokens(model, c) + c.block_size - 1) / c.block_size;
   p.cache = model.kv_config(n_blocks, c.block_size, c.kv_type, c.head_modes, stream_pool_blocks(c));

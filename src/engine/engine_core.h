@@ -44,7 +44,7 @@ struct EngineConfig {
 };
 
 // The KV cache and manager an engine configuration gives for a model: the one sizing
-// rule, shared by the engine and `bench model`. `config` must be resolved().
+// rule, shared by the engine and the commands that drive the ModelRunner themselves.
 struct KvPlan {
   KvCacheConfig cache;
   KvManagerConfig manager;
