@@ -116,6 +116,10 @@ void EngineCore::validate(std::span<const int32_t> prompt, const RequestOptions&
   // only asks for its prompt's logits may fill the context.
   const int64_t limit = config_.scheduler.max_model_len;
   const int64_t room = o.stop.max_tokens > 0 ? 1 : 0;
+  if (static_cast<int64_t>(prompt.size()) > limit) {
+    throw Error("prompt: " + std::to_string(prompt.size()) + " tokens exceed the context of " +
+                std::to_string(limit) + " tokens");
+  }
   if (static_cast<int64_t>(prompt.size()) + room > limit) {
     throw Error("prompt: " + std::to_string(prompt.size()) + " tokens leave no room to generate within " +
                 std::to_string(limit) + " tokens of context");

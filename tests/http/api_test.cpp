@@ -323,3 +323,31 @@ TEST(ApiServedName, ServedModelNameIsTheOnlyModel) {
 
 }  // namespace
 }  // namespace strata::testing
+
+namespace strata::testing {
+namespace {
+
+// `serve -c N` caps each request's context below the model's (128 here).
+TEST(ApiContext, ServeCapsTheContextAndSaysSo) {
+  ServerProcess server(aidreams_gguf(), serve_args({"-c", "64"}));
+  const auto m = http_get(server.port(), "/v1/models").json();
+  EXPECT_EQ(m["data"][0]["max_model_len"], 64);
+  std::vector<int32_t> long_prompt(65, 300);
+  long_prompt[0] = 1;
+  const auto r = http_post(server.port(), "/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 1}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("64"), std::string::npos) << r.body;
+  // A prompt that fits generates up to the limit and ends with "length".
+  const std::vector<int32_t> prompt(long_prompt.begin(), long_prompt.begin() + 60);
+  const auto ok = http_post(server.port(), "/v1/completions",
+                            {{"prompt", prompt}, {"max_tokens", 30}, {"ignore_eos", true}});
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(ok.json()["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(ok.json()["usage"]["completion_tokens"], 5);  // 60 + 5 tokens: the 65th is never fed
+  // -c beyond the model's context is capped at it.
+  ServerProcess wide(aidreams_gguf(), serve_args({"-c", "100000"}));
+  EXPECT_EQ(http_get(wide.port(), "/v1/models").json()["data"][0]["max_model_len"], 128);
+}
+
+}  // namespace
+}  // namespace strata::testing
