@@ -8,7 +8,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PROMPT ?= Once upon a time
 
-.PHONY: deps build demo serve test fuzz-smoke asan asan-gguf clean
+.PHONY: deps build demo serve test fuzz-smoke asan asan-gguf clean format format-check
 
 deps:
 	@bash scripts/install-deps.sh
@@ -33,6 +33,12 @@ serve: $(BUILD)/aidreams260K.gguf
 
 test: build
 	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
+
+# clang-format: check every tracked C++ file (CI runs this), or rewrite them.
+format-check: deps
+	bash scripts/check-format.sh
+format:
+	bash scripts/check-format.sh --fix
 
 # libFuzzer targets (tokenizer, chat templates) for FUZZ_SECONDS each (default 60).
 fuzz-smoke: deps

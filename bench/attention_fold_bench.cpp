@@ -94,8 +94,9 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
     b = next;
   }
   const auto per = static_cast<double>(kernels->fold_blocks);
-  state.counters["flops"] = benchmark::Counter(4.0 * per * static_cast<double>(kRows * kBlock * kHeadDim),
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops"] =
+      benchmark::Counter(4.0 * per * static_cast<double>(kRows * kBlock * kHeadDim),
+                         benchmark::Counter::kIsIterationInvariantRate);
   state.counters["kv"] = benchmark::Counter(2.0 * per * static_cast<double>(tile_bytes),
                                             benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -119,8 +120,9 @@ int main(int argc, char** argv) {
     for (const auto& [elem, elem_name] : elems) {
       for (int64_t blocks : {static_cast<int64_t>(k->fold_blocks), int64_t{16384}}) {
         for (int64_t rows : {8, 32, 64, 128}) {
-          const std::string name = std::string("fold/") + k->name + "/" + elem_name + "/blocks:" +
-                                   std::to_string(blocks) + "/rows:" + std::to_string(rows);
+          const std::string name = std::string("fold/") + k->name + "/" + elem_name +
+                                   "/blocks:" + std::to_string(blocks) +
+                                   "/rows:" + std::to_string(rows);
           benchmark::RegisterBenchmark(name.c_str(), bm_fold, k, elem, blocks, rows);
         }
       }

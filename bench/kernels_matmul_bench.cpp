@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "core/huge_buffer.h"
 #include "core/dtype.h"
 #include "core/fp16.h"
+#include "core/huge_buffer.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
@@ -93,7 +93,8 @@ void bm_matmul(benchmark::State& state, DType t, int64_t rows, int64_t cols, int
   const size_t copies = from_dram ? (size_t{512} << 20) / one.size() + 1 : 1;
   // On huge pages, as a model's weights are (4 KiB pages cost the GEMV TLB misses).
   strata::HugePageBuffer w(one.size() * copies);
-  for (size_t c = 0; c < copies; ++c) std::memcpy(w.data() + c * one.size(), one.data(), one.size());
+  for (size_t c = 0; c < copies; ++c)
+    std::memcpy(w.data() + c * one.size(), one.data(), one.size());
   std::vector<float> x(static_cast<size_t>(tokens * cols));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;
   std::vector<float> y(static_cast<size_t>(tokens * rows));
@@ -124,21 +125,25 @@ void bm_convert(benchmark::State& state, DType t, int64_t cols) {
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  state.counters["elements"] = benchmark::Counter(static_cast<double>(cols), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["elements"] =
+      benchmark::Counter(static_cast<double>(cols), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // SwiGLU of one decode step's FFN row (ops.h; runs on one thread between two matmuls),
 // plus a copy of its input (22 KB at 5632), since it works in place.
 void bm_swiglu(benchmark::State& state, int64_t n) {
   std::vector<float> gate(static_cast<size_t>(n)), up(gate.size()), g0(gate.size());
-  for (size_t i = 0; i < g0.size(); ++i) g0[i] = static_cast<float>(i % 31) * 0.3f - 4.5f, up[i] = 0.5f;
+  for (size_t i = 0; i < g0.size(); ++i)
+    g0[i] = static_cast<float>(i % 31) * 0.3f - 4.5f, up[i] = 0.5f;
   for (auto _ : state) {
-    std::memcpy(gate.data(), g0.data(), g0.size() * sizeof(float));  // in place: fresh input each time
+    std::memcpy(gate.data(), g0.data(),
+                g0.size() * sizeof(float));  // in place: fresh input each time
     strata::kernels::swiglu(gate.data(), up.data(), n);
     benchmark::DoNotOptimize(gate.data());
     benchmark::ClobberMemory();
   }
-  state.counters["elements"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["elements"] =
+      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 int parse_threads(int* argc, char** argv) {
@@ -164,8 +169,8 @@ int main(int argc, char** argv) {
   g_pool = std::make_unique<strata::ThreadPool>(threads);
   // *_X16: Q8_0, Q4_0 and Q6_K as models hold them after repacking on AVX2 and AVX-512
   // VNNI machines.
-  const DType types[] = {DType::F32,  DType::F16,      DType::BF16, DType::Q8_0, DType::Q8_0_X16, DType::Q4_0,
-                         DType::Q4_0_X16, DType::Q4_K, DType::Q6_K, DType::Q6_K_X16};
+  const DType types[] = {DType::F32,  DType::F16,      DType::BF16, DType::Q8_0, DType::Q8_0_X16,
+                         DType::Q4_0, DType::Q4_0_X16, DType::Q4_K, DType::Q6_K, DType::Q6_K_X16};
   const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};
   for (DType t : types) {
     for (const auto& shape : shapes) {
@@ -192,7 +197,8 @@ int main(int argc, char** argv) {
   }
   for (DType t : {DType::Q8_0, DType::Q8_K, DType::Q8_0_X16A, DType::Q8_K_X16A}) {
     for (int64_t cols : {2048, 5632}) {
-      const std::string name = "convert/" + std::string(strata::dtype_name(t)) + "/cols:" + std::to_string(cols);
+      const std::string name =
+          "convert/" + std::string(strata::dtype_name(t)) + "/cols:" + std::to_string(cols);
       benchmark::RegisterBenchmark(name.c_str(), bm_convert, t, cols)->Unit(benchmark::kNanosecond);
     }
   }

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "convert/llama2c.h"
-#include "model/model.h"
 #include "engine/engine_core.h"
+#include "model/model.h"
 #include "trace/tracer.h"
 
 namespace {

@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
     const std::string text = engine->detokenize(tokens);
     std::fwrite(text.data(), 1, text.size(), stdout);
     const strata::EngineMetrics m = engine->metrics();
-    std::fprintf(stderr, "%lld tokens generated in %lld steps\n", static_cast<long long>(m.generation_tokens_total),
+    std::fprintf(stderr, "%lld tokens generated in %lld steps\n",
+                 static_cast<long long>(m.generation_tokens_total),
                  static_cast<long long>(m.steps));
     return 0;
   } catch (const std::exception& e) {

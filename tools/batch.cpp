@@ -65,7 +65,9 @@ void run_batch(const BatchFlags& f) {
   auto model = Model::load(f.engine.model_path, f.engine.load_options());
   const Tokenizer tok = Tokenizer::from_gguf(model->file());
   ThreadPool pool(f.engine.thread_count());
-  EngineCore engine(*model, pool, f.serving.config(f.engine.kv_dtype(), eog_tokens(tok), f.engine.head_modes(*model)));
+  EngineCore engine(
+      *model, pool,
+      f.serving.config(f.engine.kv_dtype(), eog_tokens(tok), f.engine.head_modes(*model)));
 
   std::ifstream in(f.input);
   if (!in) throw Error(f.input + ": cannot open");
@@ -98,12 +100,14 @@ void run_batch(const BatchFlags& f) {
     out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   }
   const auto m = engine.metrics();
-  std::fprintf(stderr,
-               "batch: %zu requests, %lld prompt tokens (%lld from the prefix cache), %lld generated, "
-               "%lld steps, %lld preemptions\n",
-               results.size(), static_cast<long long>(m.prompt_tokens_total),
-               static_cast<long long>(m.prefix_hits_tokens), static_cast<long long>(m.generation_tokens_total),
-               static_cast<long long>(m.steps), static_cast<long long>(m.preemptions));
+  std::fprintf(
+      stderr,
+      "batch: %zu requests, %lld prompt tokens (%lld from the prefix cache), %lld generated, "
+      "%lld steps, %lld preemptions\n",
+      results.size(), static_cast<long long>(m.prompt_tokens_total),
+      static_cast<long long>(m.prefix_hits_tokens),
+      static_cast<long long>(m.generation_tokens_total), static_cast<long long>(m.steps),
+      static_cast<long long>(m.preemptions));
 }
 
 }  // namespace

@@ -2,23 +2,23 @@
 // prompt-processing / generation speed of a model on it.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/fp16.h"
 #include "core/huge_buffer.h"
+#include "engine/engine_core.h"
 #include "kernels/cpu/roofline.h"
 #include "kernels/quant/traits.h"
-#include "core/clock.h"
-#include "engine/engine_core.h"
 #include "kv/kv_manager.h"
-#include "runner/model_runner.h"
 #include "model/model.h"
+#include "runner/model_runner.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 
@@ -67,8 +67,8 @@ class RooflineYardstick {
 // manager come from the engine's own sizing rule (plan_kv).
 class BenchRunner {
  public:
-  BenchRunner(Model& model, ThreadPool& pool, int64_t n_seqs, int64_t max_tokens, int64_t chunk, DType kv_type,
-              const HeadModes& modes)
+  BenchRunner(Model& model, ThreadPool& pool, int64_t n_seqs, int64_t max_tokens, int64_t chunk,
+              DType kv_type, const HeadModes& modes)
       : chunk_(chunk) {
     EngineConfig c;
     const int64_t bs = c.block_size;
@@ -86,8 +86,8 @@ class BenchRunner {
     RequestOptions greedy;
     greedy.sampling.temperature = 0.0f;
     for (int64_t i = 0; i < n_seqs; ++i) {
-      seqs_.push_back(std::make_unique<Request>(static_cast<RequestId>(i + 1), std::vector<int32_t>{}, greedy,
-                                                model.config().n_vocab));
+      seqs_.push_back(std::make_unique<Request>(
+          static_cast<RequestId>(i + 1), std::vector<int32_t>{}, greedy, model.config().n_vocab));
     }
   }
 
@@ -106,8 +106,10 @@ class BenchRunner {
       if (kc.dtype == DType::F32) {
         std::memcpy(dst, tile.data(), tile.size() * sizeof(float));
       } else {
-        const bool bf16 = kc.dtype == DType::BF16;  // random either way, so the pairing does not matter
-        for (size_t j = 0; j < tile.size(); ++j) half[j] = bf16 ? fp32_to_bf16(tile[j]) : fp32_to_fp16(tile[j]);
+        const bool bf16 =
+            kc.dtype == DType::BF16;  // random either way, so the pairing does not matter
+        for (size_t j = 0; j < tile.size(); ++j)
+          half[j] = bf16 ? fp32_to_bf16(tile[j]) : fp32_to_fp16(tile[j]);
         std::memcpy(dst, half.data(), half.size() * sizeof(uint16_t));
       }
     };
@@ -115,10 +117,12 @@ class BenchRunner {
       // A chunk at a time, so sparse attention's stream pool only ever holds the window.
       for (int64_t left = n; left > 0;) {
         const int64_t take = std::min(left, chunk_);
-        const size_t first_new = s->kv.block_table().size(), first_new_stream = s->kv.stream_table().size();
+        const size_t first_new = s->kv.block_table().size(),
+                     first_new_stream = s->kv.stream_table().size();
         const int64_t len = s->n_computed + take;
         left -= take;
-        if (len > capacity_ || !kv_->allocate(s->kv, len)) throw Error("bench: context exceeds the KV cache");
+        if (len > capacity_ || !kv_->allocate(s->kv, len))
+          throw Error("bench: context exceeds the KV cache");
         for (int64_t l = 0; l < kc.n_layers; ++l) {
           for (int64_t h = 0; h < kc.n_kv_heads; ++h) {
             const bool streaming = cache.streaming(l, h);
@@ -142,12 +146,14 @@ class BenchRunner {
   uint64_t kv_bytes() const {
     const auto bs = static_cast<uint64_t>(kv_->block_size());
     return static_cast<uint64_t>(kv_->usage().used) * bs * runner_->cache().full_bytes_per_token() +
-           static_cast<uint64_t>(kv_->stream_usage().used) * bs * runner_->cache().stream_bytes_per_token();
+           static_cast<uint64_t>(kv_->stream_usage().used) * bs *
+               runner_->cache().stream_bytes_per_token();
   }
 
   // Appends `n` random tokens to every sequence, `chunk_` tokens per forward pass in total.
   void append(int64_t n, std::mt19937& rng) {
-    std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(runner_->model().config().n_vocab - 1));
+    std::uniform_int_distribution<int32_t> tok(
+        3, static_cast<int32_t>(runner_->model().config().n_vocab - 1));
     std::vector<int64_t> left(seqs_.size(), n);
     for (;;) {
       SchedulerOutput plan;
@@ -195,8 +201,10 @@ void bench_model(const BenchModelFlags& f) {
   if (f.roofline) yardstick = std::make_unique<RooflineYardstick>(pool);
   const double bytes_per_token = static_cast<double>(model->weight_bytes_per_token());
   if (f.output == "md") {
-    std::printf("| model | test | depth | batch | threads | KV MiB | t/s |%s\n|---|---|---:|---:|---:|---:|---:|%s\n",
-                f.roofline ? " roofline |" : "", f.roofline ? "---|" : "");
+    std::printf(
+        "| model | test | depth | batch | threads | KV MiB | t/s "
+        "|%s\n|---|---|---:|---:|---:|---:|---:|%s\n",
+        f.roofline ? " roofline |" : "", f.roofline ? "---|" : "");
   }
   double read_gbps = 0;  // the better of the probes before and after the test being reported
   auto report = [&](const std::string& test, int64_t np, int64_t ng, int64_t depth, int64_t batch,
@@ -206,9 +214,15 @@ void bench_model(const BenchModelFlags& f) {
     mean /= static_cast<double>(tps.size());
     for (double x : tps) var += (x - mean) * (x - mean);
     const double sd = tps.size() > 1 ? std::sqrt(var / static_cast<double>(tps.size() - 1)) : 0.0;
-    results.push_back({{"test", test}, {"n_prompt", np}, {"n_gen", ng}, {"depth", depth},
-                       {"batch", batch}, {"threads", threads}, {"tokens_per_s_mean", mean},
-                       {"tokens_per_s_std", sd}, {"kv_bytes", kv_bytes},
+    results.push_back({{"test", test},
+                       {"n_prompt", np},
+                       {"n_gen", ng},
+                       {"depth", depth},
+                       {"batch", batch},
+                       {"threads", threads},
+                       {"tokens_per_s_mean", mean},
+                       {"tokens_per_s_std", sd},
+                       {"kv_bytes", kv_bytes},
                        {"kv_type", dtype_name(f.engine.kv_dtype())}});
     // Single-sequence decode is bound by reading the weights once per token; prefill and
     // batched decode by arithmetic (matmul FLOPs against the AVX2 f32 FMA peak).
@@ -234,13 +248,15 @@ void bench_model(const BenchModelFlags& f) {
       roof = buf;
     }
     if (f.output == "md") {
-      std::printf("| %s | %s | %lld | %lld | %d | %.1f | %.2f ± %.2f |%s\n", model->config().name.c_str(),
-                  test.c_str(), static_cast<long long>(depth), static_cast<long long>(batch), threads,
-                  static_cast<double>(kv_bytes) / (1 << 20), mean, sd, roof.c_str());
+      std::printf("| %s | %s | %lld | %lld | %d | %.1f | %.2f ± %.2f |%s\n",
+                  model->config().name.c_str(), test.c_str(), static_cast<long long>(depth),
+                  static_cast<long long>(batch), threads, static_cast<double>(kv_bytes) / (1 << 20),
+                  mean, sd, roof.c_str());
       std::fflush(stdout);
     }
   };
-  if (f.fill != "model" && f.fill != "synthetic") throw Error("--fill: expected model or synthetic");
+  if (f.fill != "model" && f.fill != "synthetic")
+    throw Error("--fill: expected model or synthetic");
   const bool synthetic = f.fill == "synthetic";
   std::mt19937 rng(1234);
   for (int64_t depth : f.depth) {
@@ -251,7 +267,8 @@ void bench_model(const BenchModelFlags& f) {
         std::vector<double> tps;
         uint64_t kv_bytes = 0;
         for (int r = 0; r < f.repetitions; ++r) {
-          BenchRunner runner(*model, pool, batch, depth + np, f.engine.batch, f.engine.kv_dtype(), modes);
+          BenchRunner runner(*model, pool, batch, depth + np, f.engine.batch, f.engine.kv_dtype(),
+                             modes);
           synthetic ? runner.fill_synthetic(depth, rng) : runner.append(depth, rng);
           const double t0 = steady_now_s();
           runner.append(np, rng);
@@ -267,7 +284,8 @@ void bench_model(const BenchModelFlags& f) {
         std::vector<double> tps;
         uint64_t kv_bytes = 0;
         for (int r = 0; r < f.repetitions; ++r) {
-          BenchRunner runner(*model, pool, batch, depth + ng + 1, f.engine.batch, f.engine.kv_dtype(), modes);
+          BenchRunner runner(*model, pool, batch, depth + ng + 1, f.engine.batch,
+                             f.engine.kv_dtype(), modes);
           synthetic ? runner.fill_synthetic(depth, rng) : runner.append(depth, rng);
           runner.append(1, rng);
           const double t0 = steady_now_s();
@@ -295,11 +313,13 @@ void bench_roofline(int threads_flag, double gib, const std::string& model_path)
   std::printf("read bandwidth:   %.2f GB/s\n", r.read_gbps);
   std::printf("copy bandwidth:   %.2f GB/s\n", r.copy_gbps);
   std::printf("triad bandwidth:  %.2f GB/s\n", r.triad_gbps);
-  std::printf("f32 FMA peak:     %.1f GFLOP/s (%s)\n", r.fma_gflops, r.avx2 ? "AVX2, 256-bit" : "scalar");
-  if (r.fma512_gflops > 0) std::printf("f32 FMA peak:     %.1f GFLOP/s (AVX-512)\n", r.fma512_gflops);
+  std::printf("f32 FMA peak:     %.1f GFLOP/s (%s)\n", r.fma_gflops,
+              r.avx2 ? "AVX2, 256-bit" : "scalar");
+  if (r.fma512_gflops > 0)
+    std::printf("f32 FMA peak:     %.1f GFLOP/s (AVX-512)\n", r.fma512_gflops);
   if (r.int8_gops > 0) {
-    std::printf("int8 dot peak:    %.1f GOP/s (%s; u8 x s8 multiply-adds, 2 ops each)\n", r.int8_gops,
-                r.int8_instruction);
+    std::printf("int8 dot peak:    %.1f GOP/s (%s; u8 x s8 multiply-adds, 2 ops each)\n",
+                r.int8_gops, r.int8_instruction);
   }
   if (!model_path.empty()) {
     auto model = Model::load(model_path, Model::WeightMemory::mmap);  // sizes only
@@ -311,8 +331,10 @@ void bench_roofline(int threads_flag, double gib, const std::string& model_path)
     std::printf("prefill upper bound: %.2f tok/s (AVX2 FMA peak / 2 x %.0fM matmul params)\n",
                 r.fma_gflops * 1e9 / (2 * params), params / 1e6);
     if (r.int8_gops > 0) {
-      std::printf("prefill upper bound: %.2f tok/s with int8 dot products (the quantized matmuls' arithmetic)\n",
-                  r.int8_gops * 1e9 / (2 * params));
+      std::printf(
+          "prefill upper bound: %.2f tok/s with int8 dot products (the quantized matmuls' "
+          "arithmetic)\n",
+          r.int8_gops * 1e9 / (2 * params));
     }
   }
 }
@@ -345,12 +367,15 @@ void register_bench(CLI::App& app) {
   model->add_option("-b,--batch", mf->batch, "parallel sequences (decode batch)")->delimiter(',');
   model->add_option("-r,--repetitions", mf->repetitions, "repetitions")->capture_default_str();
   model->add_option("-o,--output", mf->output, "md or json")->capture_default_str();
-  model->add_option("--fill", mf->fill,
-                    "how the -d context is filled: model (a real prefill) or synthetic (random K/V, no compute)")
+  model
+      ->add_option("--fill", mf->fill,
+                   "how the -d context is filled: model (a real prefill) or synthetic (random K/V, "
+                   "no compute)")
       ->capture_default_str();
-  model->add_flag("--roofline", mf->roofline,
-                  "add each test's fraction of the machine's limits (read bandwidth measured before "
-                  "each test, AVX2 f32 FMA peak), measured in this process");
+  model->add_flag(
+      "--roofline", mf->roofline,
+      "add each test's fraction of the machine's limits (read bandwidth measured before "
+      "each test, AVX2 f32 FMA peak), measured in this process");
   model->callback([mf] { bench_model(*mf); });
 
   register_bench_offline(*cmd);

@@ -51,7 +51,8 @@ void throughput(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
   std::mt19937 rng(1);
   std::vector<OfflineRequest> reqs;
   for (int i = 0; i < f.n_requests; ++i) {
-    reqs.push_back({std::to_string(i), random_prompt(rng, f.prompt_len, model.config().n_vocab), fixed_length(f.output_len)});
+    reqs.push_back({std::to_string(i), random_prompt(rng, f.prompt_len, model.config().n_vocab),
+                    fixed_length(f.output_len)});
   }
   auto cfg = f.serving.config(f.engine.kv_dtype(), {}, f.engine.head_modes(model));
   cfg.tracer = model.tracer();  // --trace: set on the model by run_offline_bench
@@ -61,20 +62,23 @@ void throughput(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
     const double t0 = steady_now_s();
     int64_t out = 0;
     if (together) {
-      for (const auto& r : generate(engine, nullptr, reqs)) out += static_cast<int64_t>(r.tokens.size());
+      for (const auto& r : generate(engine, nullptr, reqs))
+        out += static_cast<int64_t>(r.tokens.size());
     } else {
-      for (const auto& q : reqs) out += static_cast<int64_t>(generate(engine, nullptr, {q})[0].tokens.size());
+      for (const auto& q : reqs)
+        out += static_cast<int64_t>(generate(engine, nullptr, {q})[0].tokens.size());
     }
     return static_cast<double>(out) / (steady_now_s() - t0);
   };
   const double one = run(false);
   const double all = run(true);
   const double gflop = 2 * model.matmul_params() * all / 1e9;
-  std::printf("throughput: %d requests x (prompt %d, output %d), %d threads\n", f.n_requests, f.prompt_len,
-              f.output_len, pool.size());
+  std::printf("throughput: %d requests x (prompt %d, output %d), %d threads\n", f.n_requests,
+              f.prompt_len, f.output_len, pool.size());
   std::printf("  one at a time:        %8.2f output tok/s\n", one);
-  std::printf("  continuous batching:  %8.2f output tok/s  (%.2fx; %.1f GFLOP/s of matmul incl. prefill)\n", all,
-              all / one, gflop);
+  std::printf(
+      "  continuous batching:  %8.2f output tok/s  (%.2fx; %.1f GFLOP/s of matmul incl. prefill)\n",
+      all, all / one, gflop);
 }
 
 void prefix(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
@@ -93,10 +97,12 @@ void prefix(Model& model, ThreadPool& pool, const OfflineBenchFlags& f) {
   };
   const auto cold = ttft(10);
   const auto warm = ttft(11);
-  std::printf("prefix: %d-token shared prefix + 16-token question, %d threads\n", f.prefix_len, pool.size());
-  std::printf("  not cached: TTFT %9.1f ms (%d prompt tokens from cache)\n", cold.first, cold.second);
-  std::printf("  cached:     TTFT %9.1f ms (%d prompt tokens from cache)  -> %.1fx lower\n", warm.first,
-              warm.second, cold.first / warm.first);
+  std::printf("prefix: %d-token shared prefix + 16-token question, %d threads\n", f.prefix_len,
+              pool.size());
+  std::printf("  not cached: TTFT %9.1f ms (%d prompt tokens from cache)\n", cold.first,
+              cold.second);
+  std::printf("  cached:     TTFT %9.1f ms (%d prompt tokens from cache)  -> %.1fx lower\n",
+              warm.first, warm.second, cold.first / warm.first);
 }
 
 void chunked(Model& model, ThreadPool& pool, const OfflineBenchFlags& f, int64_t chunk) {
@@ -108,7 +114,8 @@ void chunked(Model& model, ThreadPool& pool, const OfflineBenchFlags& f, int64_t
   EngineCore engine(model, pool, cfg);
   std::vector<RequestId> decoders;
   for (int i = 0; i < f.n_decoders; ++i) {
-    decoders.push_back(engine.add_request(random_prompt(rng, f.prompt_len, model.config().n_vocab), fixed_length(100000)));
+    decoders.push_back(engine.add_request(random_prompt(rng, f.prompt_len, model.config().n_vocab),
+                                          fixed_length(100000)));
   }
   std::vector<double> last(decoders.size(), -1);
   std::vector<int> count(decoders.size(), 0);
@@ -125,23 +132,27 @@ void chunked(Model& model, ThreadPool& pool, const OfflineBenchFlags& f, int64_t
       const size_t i = static_cast<size_t>(it - decoders.begin());
       if (last[i] >= 0) {
         const double gap = t - last[i];
-        (long_id == 0 ? worst_before : worst_during) = std::max(long_id == 0 ? worst_before : worst_during, gap);
+        (long_id == 0 ? worst_before : worst_during) =
+            std::max(long_id == 0 ? worst_before : worst_during, gap);
       }
       last[i] = t;
       ++count[i];
     }
     if (long_id == 0 && *std::min_element(count.begin(), count.end()) >= 3) {
-      long_id = engine.add_request(random_prompt(rng, f.long_prompt, model.config().n_vocab), fixed_length(1));
+      long_id = engine.add_request(random_prompt(rng, f.long_prompt, model.config().n_vocab),
+                                   fixed_length(1));
       long_added = steady_now_s();
     }
     if (long_ttft >= 0) ++after_long;
   }
   for (RequestId id : decoders) engine.abort(id);
   while (engine.has_work()) engine.step();
-  std::printf("  prefill chunk %-5s worst decode gap before %7.1f ms, while the long prompt prefills %8.1f ms; "
-              "long prompt TTFT %8.1f ms\n",
-              chunk > 0 ? std::to_string(chunk).c_str() : "off", worst_before * 1e3, worst_during * 1e3,
-              long_ttft * 1e3);
+  std::printf(
+      "  prefill chunk %-5s worst decode gap before %7.1f ms, while the long prompt prefills %8.1f "
+      "ms; "
+      "long prompt TTFT %8.1f ms\n",
+      chunk > 0 ? std::to_string(chunk).c_str() : "off", worst_before * 1e3, worst_during * 1e3,
+      long_ttft * 1e3);
 }
 
 void run_offline_bench(const OfflineBenchFlags& f) {
@@ -154,8 +165,8 @@ void run_offline_bench(const OfflineBenchFlags& f) {
   } else if (f.scenario == "prefix") {
     prefix(*model, pool, f);
   } else if (f.scenario == "chunked") {
-    std::printf("chunked: %d decoders (prompt %d) + one %d-token prompt, %d threads\n", f.n_decoders, f.prompt_len,
-                f.long_prompt, pool.size());
+    std::printf("chunked: %d decoders (prompt %d) + one %d-token prompt, %d threads\n",
+                f.n_decoders, f.prompt_len, f.long_prompt, pool.size());
     chunked(*model, pool, f, f.serving.prefill_chunk > 0 ? f.serving.prefill_chunk : 512);
     chunked(*model, pool, f, 0);
   } else {
@@ -168,16 +179,22 @@ void run_offline_bench(const OfflineBenchFlags& f) {
 
 void register_bench_offline(CLI::App& bench) {
   auto f = std::make_shared<OfflineBenchFlags>();
-  auto* cmd = bench.add_subcommand("offline", "serving-engine effects on a synthetic workload, on vs off");
+  auto* cmd =
+      bench.add_subcommand("offline", "serving-engine effects on a synthetic workload, on vs off");
   f->engine.add(*cmd, false);
   f->engine.add_trace(*cmd);
   f->serving.add(*cmd);
-  cmd->add_option("--scenario", f->scenario, "throughput, prefix or chunked")->capture_default_str();
+  cmd->add_option("--scenario", f->scenario, "throughput, prefix or chunked")
+      ->capture_default_str();
   cmd->add_option("--requests", f->n_requests, "throughput: requests")->capture_default_str();
-  cmd->add_option("--prompt-len", f->prompt_len, "prompt tokens (throughput, chunked decoders)")->capture_default_str();
-  cmd->add_option("--output-len", f->output_len, "throughput: output tokens")->capture_default_str();
-  cmd->add_option("--prefix-len", f->prefix_len, "prefix: shared prefix tokens")->capture_default_str();
-  cmd->add_option("--long-prompt", f->long_prompt, "chunked: long prompt tokens")->capture_default_str();
+  cmd->add_option("--prompt-len", f->prompt_len, "prompt tokens (throughput, chunked decoders)")
+      ->capture_default_str();
+  cmd->add_option("--output-len", f->output_len, "throughput: output tokens")
+      ->capture_default_str();
+  cmd->add_option("--prefix-len", f->prefix_len, "prefix: shared prefix tokens")
+      ->capture_default_str();
+  cmd->add_option("--long-prompt", f->long_prompt, "chunked: long prompt tokens")
+      ->capture_default_str();
   cmd->add_option("--decoders", f->n_decoders, "chunked: decoding requests")->capture_default_str();
   cmd->callback([f] { run_offline_bench(*f); });
 }

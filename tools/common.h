@@ -9,9 +9,9 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "kernels/quant/traits.h"
 #include "engine/engine_core.h"
 #include "eval/head_map.h"
+#include "kernels/quant/traits.h"
 #include "model/model.h"
 #include "trace/tracer.h"
 
@@ -27,25 +27,28 @@ struct EngineFlags {
   std::string kv_type = "auto";
   int64_t ctx = 0;  // 0 = model's context length
   int64_t batch = 512;
-  std::string trace;  // --trace FILE.json; empty = off
-  HeadMapOptions sparse;  // sparse attention (--sparse-heads, --retrieval-ratio, --sink, --window)
-  bool mmap = false;      // --mmap: use the weights in place from a file mapping
+  std::string trace;       // --trace FILE.json; empty = off
+  HeadMapOptions sparse;   // sparse attention (--sparse-heads, --retrieval-ratio, --sink, --window)
+  bool mmap = false;       // --mmap: use the weights in place from a file mapping
   bool no_repack = false;  // --no-repack: keep Q4_0/Q8_0/Q6_K weights in the file's layout
 
   // `chunk_flag`: the serving commands take --prefill-chunk from ServingFlags instead.
   void add(CLI::App& cmd, bool chunk_flag = true) {
     cmd.add_option("-m,--model", model_path, "model GGUF file")->required();
     cmd.add_option("-t,--threads", threads, "compute threads (default: physical cores)");
-    cmd.add_option("--kv-type", kv_type,
-                   "KV cache element type: f32, f16, bf16 (attention computed as bf16 dot products, "
-                   "AVX512_BF16 where the CPU has it), or auto (bf16 with AVX512_BF16, else f16)")
+    cmd.add_option(
+           "--kv-type", kv_type,
+           "KV cache element type: f32, f16, bf16 (attention computed as bf16 dot products, "
+           "AVX512_BF16 where the CPU has it), or auto (bf16 with AVX512_BF16, else f16)")
         ->capture_default_str();
     cmd.add_flag("--mmap", mmap,
                  "map the model file instead of reading it into huge-page memory "
                  "(less resident memory, slower decode)");
-    cmd.add_flag("--no-repack", no_repack,
-                 "keep weights in the file's block layout instead of repacking Q4_0/Q8_0/Q6_K for the "
-                 "AVX2/AVX-512 kernels at load (slower decode and prefill; same results up to float rounding)");
+    cmd.add_flag(
+        "--no-repack", no_repack,
+        "keep weights in the file's block layout instead of repacking Q4_0/Q8_0/Q6_K for the "
+        "AVX2/AVX-512 kernels at load (slower decode and prefill; same results up to float "
+        "rounding)");
     cmd.add_option("-c,--ctx", ctx, "context length (default: the model's)");
     if (chunk_flag) {
       cmd.add_option("--prefill-chunk", batch, "maximum prompt tokens per forward pass")
@@ -54,15 +57,19 @@ struct EngineFlags {
     cmd.add_option("--sparse-heads", sparse.map_path,
                    "sparse attention head map JSON (per KV head: full or streaming; or scores)");
     cmd.add_option("--retrieval-ratio", sparse.retrieval_ratio,
-                   "fraction of KV heads kept full (by the map's scores; without a map: the first heads of each layer)");
-    cmd.add_option("--sink", sparse.sink, "streaming heads: first tokens kept (default: the map's, else 4)");
-    cmd.add_option("--window", sparse.window, "streaming heads: last tokens kept (default: the map's, else 64)");
+                   "fraction of KV heads kept full (by the map's scores; without a map: the first "
+                   "heads of each layer)");
+    cmd.add_option("--sink", sparse.sink,
+                   "streaming heads: first tokens kept (default: the map's, else 4)");
+    cmd.add_option("--window", sparse.window,
+                   "streaming heads: last tokens kept (default: the map's, else 64)");
   }
 
   // --trace, for the commands that record one (run, serve, bench model, bench offline).
   void add_trace(CLI::App& cmd) {
-    cmd.add_option("--trace", trace,
-                   "write a Chrome trace-event JSON file of the run (open in Perfetto or chrome://tracing)");
+    cmd.add_option(
+        "--trace", trace,
+        "write a Chrome trace-event JSON file of the run (open in Perfetto or chrome://tracing)");
   }
 
   // The sparse-attention head modes of --sparse-heads & co. for `model` (dense without them).
@@ -121,7 +128,8 @@ class TraceFile {
     tracer_->write(path_);
     std::fprintf(stderr, "trace: %zu events written to %s", tracer_->size(), path_.c_str());
     if (tracer_->dropped() > 0) {
-      std::fprintf(stderr, " (%llu dropped: buffer full)", static_cast<unsigned long long>(tracer_->dropped()));
+      std::fprintf(stderr, " (%llu dropped: buffer full)",
+                   static_cast<unsigned long long>(tracer_->dropped()));
     }
     std::fprintf(stderr, "\n");
   }

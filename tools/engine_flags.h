@@ -22,26 +22,33 @@ struct ServingFlags {
     cmd.add_option("--max-seqs", max_seqs, "running sequences at most")->capture_default_str();
     cmd.add_option("--max-batch-tokens", max_batch_tokens, "tokens per engine step at most")
         ->capture_default_str();
-    cmd.add_option("--prefill-chunk", prefill_chunk, "prompt tokens per request per step (0 = no chunking)")
+    cmd.add_option("--prefill-chunk", prefill_chunk,
+                   "prompt tokens per request per step (0 = no chunking)")
         ->capture_default_str();
     cmd.add_option("--kv-cache-tokens", kv_cache_tokens, "KV pool size in tokens");
-    cmd.add_option("--kv-cache-mem", kv_cache_mem, "KV pool size in bytes (when --kv-cache-tokens is unset)");
-    cmd.add_option("--prefix-cache", prefix_cache, "automatic prefix caching: on or off")->capture_default_str();
-    cmd.add_option("--policy", policy, "scheduling policy: fcfs or priority")->capture_default_str();
+    cmd.add_option("--kv-cache-mem", kv_cache_mem,
+                   "KV pool size in bytes (when --kv-cache-tokens is unset)");
+    cmd.add_option("--prefix-cache", prefix_cache, "automatic prefix caching: on or off")
+        ->capture_default_str();
+    cmd.add_option("--policy", policy, "scheduling policy: fcfs or priority")
+        ->capture_default_str();
   }
 
-  EngineConfig config(DType kv_type, std::vector<int32_t> eog, const HeadModes& head_modes = {}) const {
+  EngineConfig config(DType kv_type, std::vector<int32_t> eog,
+                      const HeadModes& head_modes = {}) const {
     EngineConfig c;
     c.head_modes = head_modes;
     c.kv_cache_tokens = kv_cache_tokens;
     c.kv_cache_mem = kv_cache_mem;
     c.kv_type = kv_type;
-    if (prefix_cache != "on" && prefix_cache != "off") throw Error("--prefix-cache: expected on or off");
+    if (prefix_cache != "on" && prefix_cache != "off")
+      throw Error("--prefix-cache: expected on or off");
     c.prefix_cache = prefix_cache == "on";
     c.scheduler.max_seqs = max_seqs;
     c.scheduler.max_batch_tokens = max_batch_tokens;
     c.scheduler.prefill_chunk = prefill_chunk;
-    if (policy != "fcfs" && policy != "priority") throw Error("--policy: expected fcfs or priority");
+    if (policy != "fcfs" && policy != "priority")
+      throw Error("--policy: expected fcfs or priority");
     c.scheduler.policy = policy == "fcfs" ? SchedulePolicy::kFcfs : SchedulePolicy::kPriority;
     c.eog_tokens = std::move(eog);
     return c;

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "eval/needle.h"
 #include "eval/head_map.h"
+#include "eval/needle.h"
 #include "model/model.h"
 #include "tools/commands.h"
 #include "tools/common.h"

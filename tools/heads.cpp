@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "eval/head_score.h"
 #include "eval/head_map.h"
+#include "eval/head_score.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/common.h"
@@ -35,7 +35,9 @@ void heads_score(HeadsScoreFlags f) {
   const int32_t sink = f.engine.sparse.sink >= 0 ? f.engine.sparse.sink : 4;
   const int32_t window = f.engine.sparse.window >= 0 ? f.engine.sparse.window : 64;
   if (!f.engine.sparse.map_path.empty() || f.engine.sparse.retrieval_ratio >= 0) {
-    throw Error("heads score: --sparse-heads/--retrieval-ratio do not apply (it scores one head at a time)");
+    throw Error(
+        "heads score: --sparse-heads/--retrieval-ratio do not apply (it scores one head at a "
+        "time)");
   }
   auto model = Model::load(f.engine.model_path, f.engine.load_options());
   ThreadPool pool(f.engine.thread_count());
@@ -50,7 +52,8 @@ void heads_score(HeadsScoreFlags f) {
     if (samples.empty()) throw Error("--calib: the text has fewer tokens than --ctx");
   }
   // Synthetic long-range inputs always take part: text alone rarely needs the far past.
-  for (auto& s : synthetic_calibration(*model, ctx, f.samples, f.seed)) samples.push_back(std::move(s));
+  for (auto& s : synthetic_calibration(*model, ctx, f.samples, f.seed))
+    samples.push_back(std::move(s));
 
   HeadScoreOptions o;
   o.sink = sink;
@@ -61,21 +64,28 @@ void heads_score(HeadsScoreFlags f) {
                static_cast<long long>(c.n_layers * c.n_kv_heads), samples.size(),
                static_cast<long long>(ctx), sink, window);
   const HeadScores scores = score_heads(*model, samples, o, pool, [](int64_t done, int64_t total) {
-    std::fprintf(stderr, "\r  %lld/%lld heads", static_cast<long long>(done), static_cast<long long>(total));
+    std::fprintf(stderr, "\r  %lld/%lld heads", static_cast<long long>(done),
+                 static_cast<long long>(total));
     if (done == total) std::fprintf(stderr, "\n");
   });
 
   // Ranking, most important first.
   std::vector<int64_t> order(static_cast<size_t>(c.n_layers * c.n_kv_heads));
   std::iota(order.begin(), order.end(), 0);
-  auto kl = [&](int64_t i) { return scores.kl[static_cast<size_t>(i / c.n_kv_heads)][static_cast<size_t>(i % c.n_kv_heads)]; };
+  auto kl = [&](int64_t i) {
+    return scores.kl[static_cast<size_t>(i / c.n_kv_heads)][static_cast<size_t>(i % c.n_kv_heads)];
+  };
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return kl(a) > kl(b); });
-  std::printf("| rank | layer | kv head | KL(dense || streaming) | argmax changed |\n|---:|---:|---:|---:|---:|\n");
+  std::printf(
+      "| rank | layer | kv head | KL(dense || streaming) | argmax changed "
+      "|\n|---:|---:|---:|---:|---:|\n");
   for (size_t r = 0; r < order.size(); ++r) {
     const int64_t i = order[r];
-    std::printf("| %zu | %lld | %lld | %.6g | %.1f%% |\n", r + 1, static_cast<long long>(i / c.n_kv_heads),
-                static_cast<long long>(i % c.n_kv_heads), kl(i),
-                100.0 * scores.flipped[static_cast<size_t>(i / c.n_kv_heads)][static_cast<size_t>(i % c.n_kv_heads)]);
+    std::printf("| %zu | %lld | %lld | %.6g | %.1f%% |\n", r + 1,
+                static_cast<long long>(i / c.n_kv_heads), static_cast<long long>(i % c.n_kv_heads),
+                kl(i),
+                100.0 * scores.flipped[static_cast<size_t>(i / c.n_kv_heads)]
+                                      [static_cast<size_t>(i % c.n_kv_heads)]);
   }
   if (!f.out.empty()) {
     HeadModes m;  // dense: the map records scores only, so --retrieval-ratio decides
@@ -86,8 +96,8 @@ void heads_score(HeadsScoreFlags f) {
     std::ofstream out(f.out);
     out << head_map_json(m, scores.kl);
     if (!out) throw Error("-o: cannot write " + f.out);
-    std::fprintf(stderr, "wrote %s (cut it with --sparse-heads %s --retrieval-ratio R)\n", f.out.c_str(),
-                 f.out.c_str());
+    std::fprintf(stderr, "wrote %s (cut it with --sparse-heads %s --retrieval-ratio R)\n",
+                 f.out.c_str(), f.out.c_str());
   }
 }
 
@@ -97,14 +107,19 @@ void register_heads(CLI::App& app) {
   auto* heads = app.add_subcommand("heads", "sparse attention: score KV heads");
   heads->require_subcommand(1);
   auto f = std::make_shared<HeadsScoreFlags>();
-  auto* cmd = heads->add_subcommand("score", "rank KV heads by the damage of making each one streaming");
+  auto* cmd =
+      heads->add_subcommand("score", "rank KV heads by the damage of making each one streaming");
   f->engine.add(*cmd);
-  cmd->add_option("--calib", f->calib, "calibration text file (synthetic passkey/needle inputs are always added)");
-  cmd->add_option("--samples", f->samples, "synthetic inputs (and at most this many text windows)")->capture_default_str();
+  cmd->add_option("--calib", f->calib,
+                  "calibration text file (synthetic passkey/needle inputs are always added)");
+  cmd->add_option("--samples", f->samples, "synthetic inputs (and at most this many text windows)")
+      ->capture_default_str();
   cmd->add_option("--seed", f->seed, "seed of the synthetic inputs")->capture_default_str();
   cmd->add_option("-o,--output", f->out, "write the head map (JSON with scores) here");
   cmd->callback([f] { heads_score(*f); });
-  cmd->footer("-c/--ctx sets the calibration length (default 1024), --sink/--window the streaming shape tried (default 4/64).");
+  cmd->footer(
+      "-c/--ctx sets the calibration length (default 1024), --sink/--window the streaming shape "
+      "tried (default 4/64).");
 }
 
 }  // namespace strata::tools

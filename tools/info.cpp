@@ -1,6 +1,6 @@
 // strata info MODEL.gguf: architecture, shapes, tensor types, size.
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,7 +16,8 @@ void register_info(CLI::App& app) {
   auto sparse = std::make_shared<HeadMapOptions>();
   auto* cmd = app.add_subcommand("info", "print a model's architecture, shapes and tensor types");
   cmd->add_option("model", *path, "model GGUF")->required();
-  cmd->add_option("--sparse-heads", sparse->map_path, "also report KV bytes per token under this head map");
+  cmd->add_option("--sparse-heads", sparse->map_path,
+                  "also report KV bytes per token under this head map");
   cmd->add_option("--retrieval-ratio", sparse->retrieval_ratio, "fraction of KV heads kept full");
   cmd->add_option("--sink", sparse->sink, "streaming heads: first tokens kept");
   cmd->add_option("--window", sparse->window, "streaming heads: last tokens kept");
@@ -40,8 +41,9 @@ void register_info(CLI::App& app) {
     std::printf("vocab:          %lld\n", static_cast<long long>(c.n_vocab));
     std::printf("dim:            %lld\n", static_cast<long long>(c.dim));
     std::printf("layers:         %lld\n", static_cast<long long>(c.n_layers));
-    std::printf("heads:          %lld (kv %lld, head dim %lld)\n", static_cast<long long>(c.n_heads),
-                static_cast<long long>(c.n_kv_heads), static_cast<long long>(c.head_dim));
+    std::printf("heads:          %lld (kv %lld, head dim %lld)\n",
+                static_cast<long long>(c.n_heads), static_cast<long long>(c.n_kv_heads),
+                static_cast<long long>(c.head_dim));
     std::printf("ffn:            %lld\n", static_cast<long long>(c.ffn_dim));
     std::printf("context:        %lld\n", static_cast<long long>(c.context_length));
     std::printf("rope:           %s, base %g, dims %lld\n",
@@ -66,10 +68,13 @@ void register_info(CLI::App& app) {
       for (int64_t ctx : {int64_t{4096}, int64_t{16384}, int64_t{32768}}) {
         const double dense = static_cast<double>(c.n_layers * c.n_kv_heads * per_head_token);
         const double sparse_bytes =
-            static_cast<double>(m.n_full() * per_head_token * ctx + m.n_streaming() * per_head_token * std::min(ctx, bounded)) /
+            static_cast<double>(m.n_full() * per_head_token * ctx +
+                                m.n_streaming() * per_head_token * std::min(ctx, bounded)) /
             static_cast<double>(ctx);
-        std::printf("kv per token:   %.0f bytes (f32) at context %lld with the head map (%.1f%% of dense)\n",
-                    sparse_bytes, static_cast<long long>(ctx), 100.0 * sparse_bytes / dense);
+        std::printf(
+            "kv per token:   %.0f bytes (f32) at context %lld with the head map (%.1f%% of "
+            "dense)\n",
+            sparse_bytes, static_cast<long long>(ctx), 100.0 * sparse_bytes / dense);
       }
     }
     for (const auto& [type, e] : by_type) {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "core/error.h"
-#include "model/model.h"
 #include "engine/engine_core.h"
 #include "engine/offline.h"
+#include "model/model.h"
 #include "tools/commands.h"
 #include "tools/common.h"
 
@@ -38,7 +38,8 @@ void register_logits(CLI::App& app) {
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used != word.size() || v < 0 || v > INT32_MAX) throw Error("--tokens: bad id '" + word + "'");
+      if (used != word.size() || v < 0 || v > INT32_MAX)
+        throw Error("--tokens: bad id '" + word + "'");
       ids.push_back(static_cast<int32_t>(v));
     }
     if (ids.empty()) throw Error("--tokens: no ids");

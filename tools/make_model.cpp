@@ -1,12 +1,13 @@
 // strata make-model OUT.gguf --preset NAME [--type T] [--seed S] [--vocab-from VOCAB.gguf]
 //                   [--head-map OUT.json] (induction preset)
+#include "convert/make_model.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "convert/induction_model.h"
-#include "convert/make_model.h"
 #include "core/error.h"
 #include "tools/commands.h"
 

@@ -1,9 +1,10 @@
 // strata quantize IN.gguf OUT.gguf --type q8_0|q4_0|q4_k|q6_k
+#include "convert/quantize.h"
+
 #include <cstdio>
 #include <memory>
 #include <string>
 
-#include "convert/quantize.h"
 #include "core/error.h"
 #include "tools/commands.h"
 

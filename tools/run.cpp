@@ -41,7 +41,8 @@ void run(const RunFlags& f) {
 
   const auto prompt = tok.encode(f.prompt, tok.add_bos(), false);
   if (prompt.empty()) throw Error("the prompt encodes to no tokens");
-  if (f.n_predict < 0 || f.n_predict > INT32_MAX) throw Error("-n/--n-predict: must be in [0, 2^31)");
+  if (f.n_predict < 0 || f.n_predict > INT32_MAX)
+    throw Error("-n/--n-predict: must be in [0, 2^31)");
   RequestOptions options;
   options.sampling = f.sampling;
   options.stop.max_tokens = static_cast<int32_t>(f.n_predict);
@@ -75,8 +76,7 @@ void run(const RunFlags& f) {
   const double gen_s = total_s - prompt_s;
   const auto n_gen = static_cast<double>(out.tokens.size());
   // The first generated token comes from the prompt pass; decode speed counts the rest.
-  std::fprintf(stderr,
-               "\nprompt: %zu tokens, %.2f tok/s | generated: %zu tokens, %.2f tok/s\n",
+  std::fprintf(stderr, "\nprompt: %zu tokens, %.2f tok/s | generated: %zu tokens, %.2f tok/s\n",
                prompt.size(), static_cast<double>(prompt.size()) / std::max(prompt_s, 1e-9),
                out.tokens.size(), n_gen > 1 ? (n_gen - 1) / std::max(gen_s, 1e-9) : 0.0);
   trace.write();
@@ -91,11 +91,13 @@ void register_run(CLI::App& app) {
   flags->engine.add_trace(*cmd);
   cmd->add_option("-p,--prompt", flags->prompt, "prompt text")->required();
   cmd->add_option("-n,--n-predict", flags->n_predict, "tokens to generate")->capture_default_str();
-  cmd->add_option("--temp", flags->sampling.temperature, "temperature (0 = greedy)")->capture_default_str();
+  cmd->add_option("--temp", flags->sampling.temperature, "temperature (0 = greedy)")
+      ->capture_default_str();
   cmd->add_option("--top-k", flags->sampling.top_k, "top-k (0 = off)");
   cmd->add_option("--top-p", flags->sampling.top_p, "top-p (1 = off)");
   cmd->add_option("--min-p", flags->sampling.min_p, "min-p (0 = off)");
-  cmd->add_option("--repeat-penalty", flags->sampling.repetition_penalty, "repetition penalty (1 = off)");
+  cmd->add_option("--repeat-penalty", flags->sampling.repetition_penalty,
+                  "repetition penalty (1 = off)");
   cmd->add_option("--presence-penalty", flags->sampling.presence_penalty, "presence penalty");
   cmd->add_option("--frequency-penalty", flags->sampling.frequency_penalty, "frequency penalty");
   cmd->add_option("--seed", flags->sampling.seed, "random seed");

@@ -27,8 +27,8 @@ std::string read_text(const std::string& path) {
 std::time_t parse_utc(const std::string& s) {
   std::tm tm{};
   int consumed = 0;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
       consumed != static_cast<int>(s.size())) {
     throw Error("--now: expected YYYY-MM-DDTHH:MM:SSZ, got '" + s + "'");
   }
@@ -49,13 +49,16 @@ void register_template(CLI::App& app) {
   auto* m = cmd->add_option("-m,--model", f->model, "model GGUF (its tokenizer.chat_template)");
   auto* t = cmd->add_option("--template", f->template_path, "a .jinja template file");
   m->excludes(t);
-  cmd->add_option("--messages", f->messages, "JSON file: a list of {role, content} objects")->required();
-  cmd->add_flag("--add-generation-prompt", f->add_generation_prompt, "end with the assistant's turn opening");
+  cmd->add_option("--messages", f->messages, "JSON file: a list of {role, content} objects")
+      ->required();
+  cmd->add_flag("--add-generation-prompt", f->add_generation_prompt,
+                "end with the assistant's turn opening");
   auto* bos = cmd->add_option("--bos-token", f->bos, "bos_token variable (default: the model's)");
   auto* eos = cmd->add_option("--eos-token", f->eos, "eos_token variable (default: the model's)");
   cmd->add_option("--now", f->now, "pin strftime_now's clock, e.g. 2026-01-15T12:00:00Z");
   cmd->callback([f, bos, eos] {
-    if (f->model.empty() == f->template_path.empty()) throw Error("give exactly one of -m or --template");
+    if (f->model.empty() == f->template_path.empty())
+      throw Error("give exactly one of -m or --template");
     chat::RenderOptions opts;
     opts.add_generation_prompt = f->add_generation_prompt;
     std::string source, name;

@@ -27,7 +27,8 @@ void register_tokenize(CLI::App& app) {
   auto* file = cmd->add_option("--file", f->file, "read the text from a file");
   text->excludes(file);
   cmd->add_flag("--no-bos", f->no_bos, "add no BOS token even where the model would");
-  cmd->add_flag("--special", f->special, "parse special-token text (e.g. <|im_start|>) as special tokens");
+  cmd->add_flag("--special", f->special,
+                "parse special-token text (e.g. <|im_start|>) as special tokens");
   cmd->callback([f] {
     std::string input = f->text;
     if (!f->file.empty()) {

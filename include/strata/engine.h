@@ -8,7 +8,8 @@
 //   const auto id = engine->add_request(engine->tokenize("Once upon a time"), o);
 //   std::vector<int32_t> out;
 //   while (engine->has_work()) {
-//     for (const strata::RequestOutput& r : engine->step()) out.insert(out.end(), r.new_tokens.begin(), r.new_tokens.end());
+//     for (const strata::RequestOutput& r : engine->step()) out.insert(out.end(),
+//     r.new_tokens.begin(), r.new_tokens.end());
 //   }
 //   std::string text = engine->detokenize(out);
 //

@@ -15,15 +15,16 @@ using RequestId = uint64_t;
 
 // Per-request sampling settings, with the defaults an OpenAI-API user expects.
 struct SamplingParams {
-  float temperature = 1.0f;         // 0 = greedy (argmax)
-  int32_t top_k = 0;                // 0 = off
-  float top_p = 1.0f;               // 1 = off
-  float min_p = 0.0f;               // 0 = off
-  float repetition_penalty = 1.0f;  // 1 = off (CTRL-style: divide positive logits, multiply negative)
-  float presence_penalty = 0.0f;    // subtracted once from every token already generated
-  float frequency_penalty = 0.0f;   // subtracted per occurrence
-  int32_t penalty_last_n = 64;      // window of recent tokens the penalties look at (-1 = all)
-  uint64_t seed = 0;                // makes sampling reproducible per request
+  float temperature = 1.0f;  // 0 = greedy (argmax)
+  int32_t top_k = 0;         // 0 = off
+  float top_p = 1.0f;        // 1 = off
+  float min_p = 0.0f;        // 0 = off
+  float repetition_penalty =
+      1.0f;                       // 1 = off (CTRL-style: divide positive logits, multiply negative)
+  float presence_penalty = 0.0f;  // subtracted once from every token already generated
+  float frequency_penalty = 0.0f;  // subtracted per occurrence
+  int32_t penalty_last_n = 64;     // window of recent tokens the penalties look at (-1 = all)
+  uint64_t seed = 0;               // makes sampling reproducible per request
 
   bool greedy() const { return temperature <= 0.0f; }
 };
@@ -60,7 +61,7 @@ struct RequestOutput {
   RequestId id = 0;
   std::vector<int32_t> new_tokens;     // tokens generated this step (excludes stop tokens)
   std::vector<TokenLogprob> logprobs;  // one per new token when asked
-  std::vector<float> prompt_logits;    // [RequestOptions::prompt_logits][n_vocab], first output only
+  std::vector<float> prompt_logits;  // [RequestOptions::prompt_logits][n_vocab], first output only
   FinishReason finish = FinishReason::kNone;
   int32_t n_prompt = 0;
   int32_t n_cached_prompt = 0;  // prompt tokens served from the prefix cache

@@ -14,10 +14,14 @@ namespace {
 
 DType kv_dtype(KvCacheType t) {
   switch (t) {
-    case KvCacheType::kF32: return DType::F32;
-    case KvCacheType::kF16: return DType::F16;
-    case KvCacheType::kBF16: return DType::BF16;
-    case KvCacheType::kAuto: break;
+    case KvCacheType::kF32:
+      return DType::F32;
+    case KvCacheType::kF16:
+      return DType::F16;
+    case KvCacheType::kBF16:
+      return DType::BF16;
+    case KvCacheType::kAuto:
+      break;
   }
   return kernels::cpu_has_avx512_bf16() ? DType::BF16 : DType::F16;
 }
@@ -54,7 +58,8 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& o) {
   if (o.model_path.empty()) throw Error("model_path: must name a GGUF file");
   Model::LoadOptions load;
   load.memory = o.mmap ? Model::WeightMemory::mmap : Model::WeightMemory::huge_pages;
-  return std::unique_ptr<Engine>(new Engine(std::make_unique<Impl>(Model::load(o.model_path, load), o)));
+  return std::unique_ptr<Engine>(
+      new Engine(std::make_unique<Impl>(Model::load(o.model_path, load), o)));
 }
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -64,17 +69,31 @@ std::vector<int32_t> Engine::tokenize(std::string_view text) const {
   return impl_->tokenizer.encode(text, impl_->tokenizer.add_bos(), false);
 }
 
-std::string Engine::detokenize(std::span<const int32_t> tokens) const { return impl_->tokenizer.decode(tokens); }
+std::string Engine::detokenize(std::span<const int32_t> tokens) const {
+  return impl_->tokenizer.decode(tokens);
+}
 
 RequestId Engine::add_request(std::vector<int32_t> prompt, const RequestOptions& options) {
   return impl_->core.add_request(std::move(prompt), options);
 }
 
-std::span<const RequestOutput> Engine::step() { return impl_->core.step(); }
-bool Engine::abort(RequestId id) { return impl_->core.abort(id); }
-bool Engine::has_work() const { return impl_->core.has_work(); }
-EngineMetrics Engine::metrics() const { return impl_->core.metrics(); }
-int64_t Engine::context_length() const { return impl_->core.context_length(); }
-int64_t Engine::n_vocab() const { return impl_->core.model_config().n_vocab; }
+std::span<const RequestOutput> Engine::step() {
+  return impl_->core.step();
+}
+bool Engine::abort(RequestId id) {
+  return impl_->core.abort(id);
+}
+bool Engine::has_work() const {
+  return impl_->core.has_work();
+}
+EngineMetrics Engine::metrics() const {
+  return impl_->core.metrics();
+}
+int64_t Engine::context_length() const {
+  return impl_->core.context_length();
+}
+int64_t Engine::n_vocab() const {
+  return impl_->core.model_config().n_vocab;
+}
 
 }  // namespace strata

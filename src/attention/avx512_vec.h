@@ -13,8 +13,8 @@ namespace {
 
 struct Avx512Vec {
   static constexpr int64_t W = 16;
-  static constexpr int kScoreRows = 6;  // 24 of the 32 registers hold scores
-  static constexpr int kAccRows = 4;    // rows per value pass: 16 accumulators
+  static constexpr int kScoreRows = 6;      // 24 of the 32 registers hold scores
+  static constexpr int kAccRows = 4;        // rows per value pass: 16 accumulators
   static constexpr int kWidenF16Rows = 16;  // f16 tiles widened once per fold from 16 rows
   using F = __m512;
   using Mask = __mmask16;
@@ -45,14 +45,16 @@ struct Avx512Vec {
   static void load_bf16_pairs(const uint16_t* p, F& first, F& second) {
     const __m512i x = _mm512_loadu_si512(p);
     first = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
-    second = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int32_t>(0xffff0000u))));
+    second = _mm512_castsi512_ps(
+        _mm512_and_si512(x, _mm512_set1_epi32(static_cast<int32_t>(0xffff0000u))));
   }
   // To the nearest bf16 value, ties to even, as float; NaN stays NaN.
   static F round_bf16(F x) {
     const __m512i i = _mm512_castps_si512(x);
     const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(i, 16), _mm512_set1_epi32(1));
     const __m512i r = _mm512_add_epi32(i, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
-    const F rounded = _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(static_cast<int32_t>(0xffff0000u))));
+    const F rounded = _mm512_castsi512_ps(
+        _mm512_and_si512(r, _mm512_set1_epi32(static_cast<int32_t>(0xffff0000u))));
     return _mm512_mask_mov_ps(rounded, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
   }
   static float reduce_max(F v) { return _mm512_reduce_max_ps(v); }

@@ -1,7 +1,7 @@
 // The SIMD fold of a run of K/V tiles (see tile_kernels.h), written once over a vector
 // type V (Avx2Vec in tile_kernels_avx2.cpp, Avx512Vec in avx512_vec.h) and included only
-// by the files that define or include those. V provides W lanes of float with masked loads/stores, loads of
-// float or half tile elements (load_elems: lanes past n_valid read as 0 and are never
+// by the files that define or include those. V provides W lanes of float with masked loads/stores,
+// loads of float or half tile elements (load_elems: lanes past n_valid read as 0 and are never
 // touched in memory), fma, max, fixed-order horizontal max/sum, rounding to the nearest
 // integer and times_pow2 (y * 2^n for integral n) for exp_clamped below, round_bf16
 // (to the nearest bf16 value, as float), load_bf16_pairs (W pairs split into the first and
@@ -236,7 +236,8 @@ inline void accumulate_rows(const float* p, int64_t ldp, const FoldTile& f, int6
   for (int r = 0; r < R; ++r) {
     const auto cr = V::set1(c[r]);
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) a[r][k] = V::mul(V::maskz_load(acc + r * hd + d0 + k * V::W, mk[k]), cr);
+    for (int k = 0; k < 4; ++k)
+      a[r][k] = V::mul(V::maskz_load(acc + r * hd + d0 + k * V::W, mk[k]), cr);
   }
   for (int64_t j = 0; j < n;) {  // block by block
     const int64_t key = f.j0 + j, slot = key % bs;
@@ -282,7 +283,8 @@ inline typename V::F exp_row(float* p, int64_t nk, typename V::F m) {
   auto s0 = V::zero(), s1 = V::zero();
   for (int64_t c = 0; c < nk; c += 2 * V::W) {
     auto e0 = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c), m)), V::first(nk - c));
-    auto e1 = V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c + V::W), m)), V::first(nk - c - V::W));
+    auto e1 =
+        V::zero_outside(exp_clamped<V>(V::sub(V::load(p + c + V::W), m)), V::first(nk - c - V::W));
     if constexpr (kRoundBf16) {
       e0 = V::round_bf16(e0);
       e1 = V::round_bf16(e1);
@@ -305,22 +307,35 @@ struct FmaDots {
     KeyColumns<V, Elem> columns(f);
     KeyColumn<Elem> col[4];
     // One step per dimension of each row tile and column group.
-    LinePrefetcher pf(f, (f.n_q + V::kScoreRows - 1) / V::kScoreRows * ((f.j1 - f.j0 + 4 * V::W - 1) / (4 * V::W)) * hd);
+    LinePrefetcher pf(f, (f.n_q + V::kScoreRows - 1) / V::kScoreRows *
+                             ((f.j1 - f.j0 + 4 * V::W - 1) / (4 * V::W)) * hd);
     for (int nc; (nc = columns.next(col, 4)) > 0;) {
       switch (nc) {
-        case 4: scores_rows<V, Elem, 4>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf); break;
-        case 3: scores_rows<V, Elem, 3>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf); break;
-        case 2: scores_rows<V, Elem, 2>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf); break;
-        default: scores_rows<V, Elem, 1>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf); break;
+        case 4:
+          scores_rows<V, Elem, 4>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf);
+          break;
+        case 3:
+          scores_rows<V, Elem, 3>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf);
+          break;
+        case 2:
+          scores_rows<V, Elem, 2>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf);
+          break;
+        default:
+          scores_rows<V, Elem, 1>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf);
+          break;
       }
     }
     pf.finish();
   }
-  typename V::F exp_row(float* p, int64_t nk, typename V::F m) const { return simd::exp_row<V, kRoundBf16>(p, nk, m); }
+  typename V::F exp_row(float* p, int64_t nk, typename V::F m) const {
+    return simd::exp_row<V, kRoundBf16>(p, nk, m);
+  }
   // acc = acc * c + P V for R rows that all fold the first n keys.
   template <int R>
-  void accumulate(const float* p, int64_t ldp, const FoldTile& f, int64_t n, const float* c, float* acc) const {
-    for (int64_t d0 = 0; d0 < f.head_dim; d0 += 4 * V::W) accumulate_rows<V, Elem, R>(p, ldp, f, n, d0, c, acc);
+  void accumulate(const float* p, int64_t ldp, const FoldTile& f, int64_t n, const float* c,
+                  float* acc) const {
+    for (int64_t d0 = 0; d0 < f.head_dim; d0 += 4 * V::W)
+      accumulate_rows<V, Elem, R>(p, ldp, f, n, d0, c, acc);
   }
 };
 
@@ -347,10 +362,18 @@ void fold_elems(const FoldTile& f, const Dots& dots) {
       const float* cr0 = corr + (r0 - g0);
       float* acc = f.acc + r0 * hd;
       switch (r1 - r0) {
-        case 4: dots.template accumulate<4>(pr, ldp, f, nk, cr0, acc); break;
-        case 3: dots.template accumulate<3>(pr, ldp, f, nk, cr0, acc); break;
-        case 2: dots.template accumulate<2>(pr, ldp, f, nk, cr0, acc); break;
-        default: dots.template accumulate<1>(pr, ldp, f, nk, cr0, acc); break;
+        case 4:
+          dots.template accumulate<4>(pr, ldp, f, nk, cr0, acc);
+          break;
+        case 3:
+          dots.template accumulate<3>(pr, ldp, f, nk, cr0, acc);
+          break;
+        case 2:
+          dots.template accumulate<2>(pr, ldp, f, nk, cr0, acc);
+          break;
+        default:
+          dots.template accumulate<1>(pr, ldp, f, nk, cr0, acc);
+          break;
       }
       r0 = r1;
     }
@@ -371,9 +394,11 @@ void fold_elems(const FoldTile& f, const Dots& dots) {
         v[i] = row_max<V>(f.p + (r + i) * ldp, nk[i], V::set1(-__builtin_inff()));
       }
       const auto old_max = V::load(f.max + r);
-      const auto m = V::max(old_max, V::transpose_reduce(v, [](auto a, auto b) { return V::max(a, b); }));
+      const auto m =
+          V::max(old_max, V::transpose_reduce(v, [](auto a, auto b) { return V::max(a, b); }));
       const auto cr = exp_clamped<V>(V::sub(old_max, m));
-      for (int i = 0; i < 16; ++i) v[i] = dots.exp_row(f.p + (r + i) * ldp, nk[i], V::broadcast_lane(m, i));
+      for (int i = 0; i < 16; ++i)
+        v[i] = dots.exp_row(f.p + (r + i) * ldp, nk[i], V::broadcast_lane(m, i));
       const auto sums = V::transpose_reduce(v, [](auto a, auto b) { return V::add(a, b); });
       V::store(f.sum + r, V::fma(V::load(f.sum + r), cr, sums));
       V::store(f.max + r, m);
@@ -395,7 +420,8 @@ void fold_elems(const FoldTile& f, const Dots& dots) {
 
 template <class V>
 inline void widen(const uint16_t* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; i += V::W) V::mask_store(dst + i, V::first(n - i), V::load_elems(src + i, V::first(n - i), n - i));
+  for (int64_t i = 0; i < n; i += V::W)
+    V::mask_store(dst + i, V::first(n - i), V::load_elems(src + i, V::first(n - i), n - i));
 }
 
 // Folds whose tiles (keys + values, all blocks) are this small are widened to float on
@@ -427,7 +453,8 @@ template <class V>
 void fold_bf16_widened(const FoldTile& f) {
   const int64_t hd = f.head_dim, bs = f.block_size, tile = hd * bs;
   const int64_t chunk = rows_per_slice(f, kMaxRoundedQuery);
-  if (2 * kMaxFoldBlocks * tile > kMaxWidenedBf16 || hd > kMaxRoundedQuery) return reference_tile_kernels().fold(f);
+  if (2 * kMaxFoldBlocks * tile > kMaxWidenedBf16 || hd > kMaxRoundedQuery)
+    return reference_tile_kernels().fold(f);
   alignas(64) float buf[kMaxWidenedBf16];
   alignas(64) float q[kMaxRoundedQuery];
   FoldTile wide = f;
@@ -438,9 +465,11 @@ void fold_bf16_widened(const FoldTile& f) {
     float* kb = buf + 2 * b * tile;
     float* vb = kb + tile;
     // Keys: pair row m holds dimensions 2m and 2m + 1 of every slot.
-    for (int64_t m = 0; m < hd / 2; ++m) split_pairs<V>(kp + m * bs * 2, kb + 2 * m * bs, kb + (2 * m + 1) * bs, bs);
+    for (int64_t m = 0; m < hd / 2; ++m)
+      split_pairs<V>(kp + m * bs * 2, kb + 2 * m * bs, kb + (2 * m + 1) * bs, bs);
     // Values: pair row m holds slots 2m and 2m + 1 (both widened; only the fold's are read).
-    const int64_t lo = std::clamp<int64_t>(f.j0 - b * bs, 0, bs), hi = std::clamp<int64_t>(f.j1 - b * bs, 0, bs);
+    const int64_t lo = std::clamp<int64_t>(f.j0 - b * bs, 0, bs),
+                  hi = std::clamp<int64_t>(f.j1 - b * bs, 0, bs);
     for (int64_t m = lo / 2; m < (hi + 1) / 2; ++m) {
       split_pairs<V>(vp + m * hd * 2, vb + 2 * m * hd, vb + (2 * m + 1) * hd, hd);
     }
@@ -452,7 +481,8 @@ void fold_bf16_widened(const FoldTile& f) {
     FoldTile rows = row_slice(wide, r0, r1);
     const int64_t n = (r1 - r0) * hd;
     for (int64_t i = 0; i < n; i += V::W) {
-      V::mask_store(q + i, V::first(n - i), V::round_bf16(V::maskz_load(rows.q + i, V::first(n - i))));
+      V::mask_store(q + i, V::first(n - i),
+                    V::round_bf16(V::maskz_load(rows.q + i, V::first(n - i))));
     }
     rows.q = q;
     fold_elems<V>(rows, FmaDots<V, float, true>{});
@@ -468,7 +498,8 @@ void fold(const FoldTile& f) {
   // kAccRows, and each conversion takes an FP-port slot from the fmas. The conversion is
   // exact, so the result is the same bits either way.
   const int64_t tile = f.head_dim * f.block_size;
-  if (f.n_q < V::kWidenF16Rows || 2 * f.n_blocks * tile > kMaxWidenedTile) return fold_elems<V>(f, FmaDots<V, uint16_t>{});
+  if (f.n_q < V::kWidenF16Rows || 2 * f.n_blocks * tile > kMaxWidenedTile)
+    return fold_elems<V>(f, FmaDots<V, uint16_t>{});
   alignas(64) float buf[kMaxWidenedTile];
   FoldTile wide = f;
   wide.elem = TileElem::f32;
@@ -479,7 +510,9 @@ void fold(const FoldTile& f) {
     const int64_t lo = std::clamp<int64_t>(f.j0 - b * f.block_size, 0, f.block_size);
     const int64_t hi = std::clamp<int64_t>(f.j1 - b * f.block_size, 0, f.block_size);
     widen<V>(static_cast<const uint16_t*>(f.kt[b]), kb, tile);
-    if (hi > lo) widen<V>(static_cast<const uint16_t*>(f.v[b]) + lo * f.head_dim, vb + lo * f.head_dim, (hi - lo) * f.head_dim);
+    if (hi > lo)
+      widen<V>(static_cast<const uint16_t*>(f.v[b]) + lo * f.head_dim, vb + lo * f.head_dim,
+               (hi - lo) * f.head_dim);
     wide.kt[b] = kb;
     wide.v[b] = vb;
   }

@@ -43,10 +43,12 @@ ScratchLayout layout(const AttentionShape& s, int64_t bs) {
 
 // Stores one slot's key (keys = true) or value, head_dim elements, into a tile of the
 // cache's element type at the places kv/tile_layout.h gives them.
-void store_slot(uint8_t* tile, DType dtype, bool keys, const float* src, int64_t slot, int64_t bs, int64_t hd) {
+void store_slot(uint8_t* tile, DType dtype, bool keys, const float* src, int64_t slot, int64_t bs,
+                int64_t hd) {
   auto index = [&](int64_t d) {
     if (dtype == DType::BF16) {
-      return keys ? kv_layout::bf16_key_index(d, slot, bs) : kv_layout::bf16_value_index(slot, d, hd);
+      return keys ? kv_layout::bf16_key_index(d, slot, bs)
+                  : kv_layout::bf16_value_index(slot, d, hd);
     }
     return keys ? kv_layout::key_index(d, slot, bs) : kv_layout::value_index(slot, d, hd);
   };
@@ -98,15 +100,15 @@ KvSlot resolve_kv_slot(const KvCache& cache, int64_t layer, const SequenceView& 
   return s;
 }
 
-void write_kv_heads(KvCache& cache, int64_t layer, const KvSlot& at, const float* k, const float* v, int64_t h0,
-                    int64_t h1) {
+void write_kv_heads(KvCache& cache, int64_t layer, const KvSlot& at, const float* k, const float* v,
+                    int64_t h0, int64_t h1) {
   const auto& cfg = cache.config();
   for (int64_t h = h0; h < h1; ++h) {
     const int32_t block = cache.streaming(layer, h) ? at.stream_block : at.full_block;
-    store_slot(cache.k_tile(layer, block, h), cfg.dtype, true, k + h * cfg.head_dim, at.slot, cfg.block_size,
-               cfg.head_dim);
-    store_slot(cache.v_tile(layer, block, h), cfg.dtype, false, v + h * cfg.head_dim, at.slot, cfg.block_size,
-               cfg.head_dim);
+    store_slot(cache.k_tile(layer, block, h), cfg.dtype, true, k + h * cfg.head_dim, at.slot,
+               cfg.block_size, cfg.head_dim);
+    store_slot(cache.v_tile(layer, block, h), cfg.dtype, false, v + h * cfg.head_dim, at.slot,
+               cfg.block_size, cfg.head_dim);
   }
 }
 
@@ -195,7 +197,8 @@ void AttentionPass::run_item(int64_t item, int tid) const {
   float* sum = buf + lay.sum;
   int64_t nr = n_rep;  // query rows per token in the current item (its slice)
   auto fold = [&](std::span<const int32_t> table, int64_t g, int64_t bi0, int64_t j0, int64_t j1,
-                  int64_t i0, int64_t i1, int64_t first_keys = 0, int64_t next0 = 0, int64_t next1 = 0) {
+                  int64_t i0, int64_t i1, int64_t first_keys = 0, int64_t next0 = 0,
+                  int64_t next1 = 0) {
     attention::FoldTile tile;
     // The next fold's tiles: a tile is one 4 KiB page or less at the default shape,
     // where the hardware prefetcher stops, so without a prefetch every tile starts with a
@@ -265,8 +268,8 @@ void AttentionPass::run_item(int64_t item, int tid) const {
       const int64_t next1 = std::min(last_block + 1, next0 + fold_blocks);
       const int64_t i0 = std::max<int64_t>(0, s0 - pos0);  // first token with pos >= s0
       const int64_t first_keys = std::min(s1, pos0 + i0 + 1) - s0;
-      fold(seq.block_table, g, s0 / bs, 0, s1 - s0, i0, n_group, s1 <= ctx_first ? 0 : first_keys, next0,
-           std::max(next0, next1));
+      fold(seq.block_table, g, s0 / bs, 0, s1 - s0, i0, n_group, s1 <= ctx_first ? 0 : first_keys,
+           next0, std::max(next0, next1));
     }
   } else {
     // Keys [0, sink_end) and [window_begin, pos], segment by segment in position
@@ -343,7 +346,8 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
   // tiles stay in cache.
   std::atomic<int64_t> next_item{0};
   pool.run([&](int tid, int) {
-    for (int64_t item; (item = next_item.fetch_add(1, std::memory_order_relaxed)) < pass.n_items();) {
+    for (int64_t item;
+         (item = next_item.fetch_add(1, std::memory_order_relaxed)) < pass.n_items();) {
       pass.run_item(item, tid);
     }
   });

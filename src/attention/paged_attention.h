@@ -9,8 +9,8 @@
 
 #include "attention/tile_kernels.h"
 #include "core/thread_pool.h"
-#include "kv/kv_cache.h"
 #include "kv/forward_batch.h"
+#include "kv/kv_cache.h"
 
 namespace strata {
 
@@ -55,8 +55,8 @@ struct KvSlot {
 KvSlot resolve_kv_slot(const KvCache& cache, int64_t layer, const SequenceView& seq, int64_t pos);
 // Stores KV heads [h0, h1) of one token's K and V rows at a resolved slot (cannot throw;
 // threads may store disjoint heads of one token concurrently).
-void write_kv_heads(KvCache& cache, int64_t layer, const KvSlot& at, const float* k, const float* v, int64_t h0,
-                    int64_t h1);
+void write_kv_heads(KvCache& cache, int64_t layer, const KvSlot& at, const float* k, const float* v,
+                    int64_t h0, int64_t h1);
 
 // One layer's attention for a batch whose query groups are planned in `scratch`
 // (plan_groups), as work items any thread may run in any order: each query row is

@@ -5,9 +5,8 @@
 #include <type_traits>
 
 #include "core/fp16.h"
-#include "kv/tile_layout.h"
-
 #include "kernels/quant/traits.h"
+#include "kv/tile_layout.h"
 
 namespace strata::attention {
 namespace {
@@ -16,7 +15,9 @@ namespace {
 // (errno handling) below about -87, which sharp attention heads hit for most keys. The
 // clamp changes nothing a softmax can see: exp(-80) ~ 1.8e-35 next to the running
 // maximum's exp(0) = 1, and exp(-inf) (the empty start) becomes a factor on zeros.
-inline float exp_clamped(float x) { return std::exp(std::max(x, -80.0f)); }
+inline float exp_clamped(float x) {
+  return std::exp(std::max(x, -80.0f));
+}
 
 // Element i of a K or V tile as float.
 template <class Elem>
@@ -66,7 +67,9 @@ void fold_ref(const FoldTile& f) {
   }
 }
 
-inline float round_bf16(float x) { return bf16_to_fp32(fp32_to_bf16(x)); }
+inline float round_bf16(float x) {
+  return bf16_to_fp32(fp32_to_bf16(x));
+}
 
 // bf16 tiles: the two-term bf16 dot product's arithmetic (see TileKernels::fold). Every
 // product of two bf16 values is exact in float, so `acc += a * b` rounds once, as the
@@ -74,10 +77,12 @@ inline float round_bf16(float x) { return bf16_to_fp32(fp32_to_bf16(x)); }
 void fold_ref_bf16(const FoldTile& f) {
   const int64_t hd = f.head_dim, bs = f.block_size;
   auto key = [&](int64_t j, int64_t d) {
-    return bf16_to_fp32(static_cast<const uint16_t*>(f.kt[j / bs])[kv_layout::bf16_key_index(d, j % bs, bs)]);
+    return bf16_to_fp32(
+        static_cast<const uint16_t*>(f.kt[j / bs])[kv_layout::bf16_key_index(d, j % bs, bs)]);
   };
   auto value = [&](int64_t j, int64_t d) {
-    return bf16_to_fp32(static_cast<const uint16_t*>(f.v[j / bs])[kv_layout::bf16_value_index(j % bs, d, hd)]);
+    return bf16_to_fp32(
+        static_cast<const uint16_t*>(f.v[j / bs])[kv_layout::bf16_value_index(j % bs, d, hd)]);
   };
   for (int64_t r = 0; r < f.n_q; ++r) {
     const int64_t n = f.row_keys(r);
@@ -124,9 +129,12 @@ void fold_ref_bf16(const FoldTile& f) {
 
 void fold_ref_any(const FoldTile& f) {
   switch (f.elem) {
-    case TileElem::f32: return fold_ref<float>(f);
-    case TileElem::f16: return fold_ref<uint16_t>(f);
-    case TileElem::bf16: return fold_ref_bf16(f);
+    case TileElem::f32:
+      return fold_ref<float>(f);
+    case TileElem::f16:
+      return fold_ref<uint16_t>(f);
+    case TileElem::bf16:
+      return fold_ref_bf16(f);
   }
 }
 

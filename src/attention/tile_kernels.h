@@ -29,7 +29,7 @@ constexpr int kMaxFoldBlocks = 8;
 enum class TileElem : uint8_t { f32, f16, bf16 };
 
 struct FoldTile {
-  const float* q = nullptr;   // n_q rows of head_dim
+  const float* q = nullptr;  // n_q rows of head_dim
   int64_t n_q = 0;
   // The key and value tiles of n_blocks KV blocks, as the cache stores them (elements of
   // type elem, laid out as kv/tile_layout.h says). Together they form one key axis: key j
@@ -40,7 +40,7 @@ struct FoldTile {
   TileElem elem = TileElem::f32;
   int64_t block_size = 0;
   int64_t head_dim = 0;
-  int64_t j0 = 0, j1 = 0;     // the keys folded: [j0, j1) of that axis
+  int64_t j0 = 0, j1 = 0;  // the keys folded: [j0, j1) of that axis
   // Causal rows (a prefill group's last segment): when rows_per_token > 0, row r folds only
   // keys [j0, j0 + row_keys(r)), its token's own context; rows of one token are adjacent.
   // Every row folds at least one key. A row's result is the same bits as folding it alone
@@ -54,10 +54,10 @@ struct FoldTile {
   const void* next[2 * kMaxFoldBlocks] = {};
   int n_next = 0;
   int64_t next_bytes = 0;
-  float* max = nullptr;       // n_q running maxima (-inf before the first tile)
-  float* sum = nullptr;       // n_q running sums of exp(score - max)
-  float* acc = nullptr;       // n_q rows of head_dim: running sum of exp(score - max) * v
-  float* p = nullptr;         // scratch: n_q * fold_scratch_row(block_size) floats
+  float* max = nullptr;  // n_q running maxima (-inf before the first tile)
+  float* sum = nullptr;  // n_q running sums of exp(score - max)
+  float* acc = nullptr;  // n_q rows of head_dim: running sum of exp(score - max) * v
+  float* p = nullptr;    // scratch: n_q * fold_scratch_row(block_size) floats
 
   int64_t row_keys(int64_t r) const {
     const int64_t n = j1 - j0;

@@ -36,7 +36,8 @@ struct Avx2Vec : kernels::simd::Avx2Float {
     return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
   }
   static F load_or_neg_inf(const float* p, Mask m) {
-    return _mm256_blendv_ps(_mm256_set1_ps(-__builtin_inff()), _mm256_loadu_ps(p), _mm256_castsi256_ps(m));
+    return _mm256_blendv_ps(_mm256_set1_ps(-__builtin_inff()), _mm256_loadu_ps(p),
+                            _mm256_castsi256_ps(m));
   }
   static void store(float* p, F x) { _mm256_storeu_ps(p, x); }
   static void mask_store(float* p, Mask m, F x) { _mm256_maskstore_ps(p, m, x); }
@@ -46,14 +47,16 @@ struct Avx2Vec : kernels::simd::Avx2Float {
   static void load_bf16_pairs(const uint16_t* p, F& first, F& second) {
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     first = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
-    second = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int32_t>(0xffff0000u))));
+    second = _mm256_castsi256_ps(
+        _mm256_and_si256(x, _mm256_set1_epi32(static_cast<int32_t>(0xffff0000u))));
   }
   // To the nearest bf16 value, ties to even, as float; NaN stays NaN.
   static F round_bf16(F x) {
     const __m256i i = _mm256_castps_si256(x);
     const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(i, 16), _mm256_set1_epi32(1));
     const __m256i r = _mm256_add_epi32(i, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd));
-    const F rounded = _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32(static_cast<int32_t>(0xffff0000u))));
+    const F rounded = _mm256_castsi256_ps(
+        _mm256_and_si256(r, _mm256_set1_epi32(static_cast<int32_t>(0xffff0000u))));
     return _mm256_blendv_ps(rounded, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
   }
   static float reduce_max(F v) {

@@ -109,8 +109,8 @@ struct Bf16Dots {
     simd::KeyColumns<V, uint16_t, 2> columns(f);
     Column col[4];
     // One step per dimension pair of each row tile and column group.
-    simd::LinePrefetcher pf(f, (f.n_q + V::kScoreRows - 1) / V::kScoreRows *
-                                   ((f.j1 - f.j0 + 63) / 64) * hd / 2);
+    simd::LinePrefetcher pf(
+        f, (f.n_q + V::kScoreRows - 1) / V::kScoreRows * ((f.j1 - f.j0 + 63) / 64) * hd / 2);
     for (int nc; (nc = columns.next(col, 4)) > 0;) {
       switch (nc) {
         case 4:
@@ -225,7 +225,8 @@ constexpr int64_t kMaxPackedQuery = 8192;
 void fold_bf16(const FoldTile& f) {
   const int64_t hd = f.head_dim;
   const int64_t chunk = simd::rows_per_slice(f, kMaxPackedQuery);
-  if (hd > kMaxPackedQuery) return reference_tile_kernels().fold(f);  // the model's shape: every fold alike
+  if (hd > kMaxPackedQuery)
+    return reference_tile_kernels().fold(f);  // the model's shape: every fold alike
   alignas(64) uint16_t q[kMaxPackedQuery];
   for (int64_t r0 = 0; r0 < f.n_q; r0 += chunk) {
     const FoldTile rows = simd::row_slice(f, r0, std::min(f.n_q, r0 + chunk));

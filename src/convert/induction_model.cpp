@@ -151,8 +151,8 @@ const Vocab& vocab() {
       for (char b = 'a'; b <= 'z'; ++b) v.filler.push_back(add(sp + a + b, kTokenNormal));
     }
     for (int n = 0; n < kNeedleCount; ++n) {
-      v.needle.push_back(
-          add(sp + static_cast<char>('0' + n / 10) + static_cast<char>('0' + n % 10), kTokenNormal));
+      v.needle.push_back(add(sp + static_cast<char>('0' + n / 10) + static_cast<char>('0' + n % 10),
+                             kTokenNormal));
     }
     return v;
   }();

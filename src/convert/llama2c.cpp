@@ -24,7 +24,8 @@ std::vector<uint8_t> read_file(const std::string& path) {
 // Sequential reader over a byte buffer that names the file and offset on a short read.
 class Cursor {
  public:
-  Cursor(const std::vector<uint8_t>& bytes, std::string name) : bytes_(bytes), name_(std::move(name)) {}
+  Cursor(const std::vector<uint8_t>& bytes, std::string name)
+      : bytes_(bytes), name_(std::move(name)) {}
 
   template <class T>
   T read(const char* field) {
@@ -36,7 +37,8 @@ class Cursor {
   const uint8_t* take(uint64_t n, const char* field) {
     const auto end = checked_add(pos_, n);
     if (!end || *end > bytes_.size()) {
-      throw Error(name_ + ": truncated while reading " + field + " at offset " + std::to_string(pos_));
+      throw Error(name_ + ": truncated while reading " + field + " at offset " +
+                  std::to_string(pos_));
     }
     const uint8_t* p = bytes_.data() + pos_;
     pos_ = *end;
@@ -119,9 +121,10 @@ void convert_llama2c(const Llama2cConvertOptions& opt) {
   const bool tied = h.vocab_size > 0;
   const int32_t vocab = tied ? h.vocab_size : -h.vocab_size;
   const auto in_range = [](int32_t v, int32_t hi) { return v > 0 && v <= hi; };
-  if (!in_range(h.dim, 1 << 16) || !in_range(h.hidden_dim, 1 << 18) || !in_range(h.n_layers, 1024) ||
-      !in_range(h.n_heads, 1024) || !in_range(h.n_kv_heads, 1024) || !in_range(vocab, 1 << 22) ||
-      !in_range(h.seq_len, 1 << 24) || h.dim % h.n_heads != 0 || h.n_heads % h.n_kv_heads != 0) {
+  if (!in_range(h.dim, 1 << 16) || !in_range(h.hidden_dim, 1 << 18) ||
+      !in_range(h.n_layers, 1024) || !in_range(h.n_heads, 1024) || !in_range(h.n_kv_heads, 1024) ||
+      !in_range(vocab, 1 << 22) || !in_range(h.seq_len, 1 << 24) || h.dim % h.n_heads != 0 ||
+      h.n_heads % h.n_kv_heads != 0) {
     throw Error(opt.checkpoint_path + ": implausible llama2.c header");
   }
   const int64_t head = h.dim / h.n_heads;
@@ -157,7 +160,8 @@ void convert_llama2c(const Llama2cConvertOptions& opt) {
   auto per_layer = [&](const char* suffix, int64_t rows, int64_t cols, const char* what) {
     const float* base = take_f32(L * rows * cols, what);
     for (int64_t l = 0; l < L; ++l) {
-      std::vector<int64_t> ne = rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{cols, rows};
+      std::vector<int64_t> ne =
+          rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{cols, rows};
       add("blk." + std::to_string(l) + "." + suffix, base + l * rows * cols, ne, rows * cols);
     }
   };
@@ -172,7 +176,8 @@ void convert_llama2c(const Llama2cConvertOptions& opt) {
   per_layer("ffn_down.weight", dim, hid, "w2");
   per_layer("ffn_up.weight", hid, dim, "w3");
   add("output_norm.weight", take_f32(dim, "final rmsnorm"), {dim}, dim);
-  take_f32(static_cast<int64_t>(h.seq_len) * head, "rope tables");  // two unused tables of seq_len*head/2
+  take_f32(static_cast<int64_t>(h.seq_len) * head,
+           "rope tables");  // two unused tables of seq_len*head/2
   if (!tied) {
     add("output.weight", take_f32(vocab * dim, "classifier"), {dim, vocab}, vocab * dim);
   }

@@ -4,8 +4,8 @@
 
 namespace strata {
 
-void write_spm_vocabulary(gguf::GgufWriter& w, std::vector<std::string> tokens, std::vector<float> scores,
-                          std::vector<int32_t> types) {
+void write_spm_vocabulary(gguf::GgufWriter& w, std::vector<std::string> tokens,
+                          std::vector<float> scores, std::vector<int32_t> types) {
   w.set_string("tokenizer.ggml.model", "llama");
   w.set_string("tokenizer.ggml.pre", "default");
   w.set_string_array("tokenizer.ggml.tokens", std::move(tokens));

@@ -15,7 +15,7 @@ namespace strata {
 // GGUF token types (tokenizer.ggml.token_type).
 inline constexpr int32_t kTokenNormal = 1, kTokenUnknown = 2, kTokenControl = 3, kTokenByte = 6;
 
-void write_spm_vocabulary(gguf::GgufWriter& w, std::vector<std::string> tokens, std::vector<float> scores,
-                          std::vector<int32_t> types);
+void write_spm_vocabulary(gguf::GgufWriter& w, std::vector<std::string> tokens,
+                          std::vector<float> scores, std::vector<int32_t> types);
 
 }  // namespace strata

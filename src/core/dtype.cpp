@@ -61,9 +61,13 @@ std::optional<DTypeInfo> find_dtype_info(DType t) {
   return dtype_info(static_cast<uint32_t>(t));
 }
 
-DTypeInfo dtype_info(DType t) { return *find_dtype_info(t); }
+DTypeInfo dtype_info(DType t) {
+  return *find_dtype_info(t);
+}
 
-std::string_view dtype_name(DType t) { return dtype_info(t).name; }
+std::string_view dtype_name(DType t) {
+  return dtype_info(t).name;
+}
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   std::string lower(name);

@@ -49,7 +49,8 @@ inline void for_each_page_ahead(const void* p, size_t step, Fn&& fn) {
 // line of each page for_each_page_ahead names. A prefetch never faults, so reaching past
 // the end of the data is harmless.
 inline void prefetch_page_ahead(const void* p, size_t step) {
-  for_each_page_ahead(p, step, [](uintptr_t page) { prefetch_l1(reinterpret_cast<const void*>(page)); });
+  for_each_page_ahead(p, step,
+                      [](uintptr_t page) { prefetch_l1(reinterpret_cast<const void*>(page)); });
 }
 
 }  // namespace strata

@@ -18,7 +18,9 @@ class SplitMix64 {
     return z ^ (z >> 31);
   }
   // Uniform in [-1, 1).
-  float symmetric() { return static_cast<float>(static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0); }
+  float symmetric() {
+    return static_cast<float>(static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0);
+  }
   // Uniform index in [0, n) (for small n the modulo bias is below 2^-50).
   size_t index(size_t n) { return static_cast<size_t>(next() % n); }
 

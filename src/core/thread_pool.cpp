@@ -128,8 +128,8 @@ bool ThreadPool::steal(int tid) {
     if (victim < 0) return false;
     const auto b = static_cast<int64_t>(seen >> 32), e = static_cast<int64_t>(seen & 0xffffffffu);
     const int64_t mid = b + (e - b) / 2;
-    if (ranges_[static_cast<size_t>(victim)].word.compare_exchange_strong(seen, StealRange::pack(b, mid),
-                                                                         std::memory_order_relaxed)) {
+    if (ranges_[static_cast<size_t>(victim)].word.compare_exchange_strong(
+            seen, StealRange::pack(b, mid), std::memory_order_relaxed)) {
       ranges_[static_cast<size_t>(tid)].set(mid, e);
       return true;
     }

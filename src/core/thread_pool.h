@@ -54,7 +54,8 @@ class ThreadPool {
   // which thread gets which range varies from run to run.
   template <class Fn>
   void parallel_for_stealing(int64_t n, int64_t claim, Fn&& fn) {
-    parallel_for_stealing(n, claim, [](int, int64_t, int64_t) {}, fn);
+    parallel_for_stealing(
+        n, claim, [](int, int64_t, int64_t) {}, fn);
   }
 
   // The same, with start(tid, begin, end) called first on each thread with its initial
@@ -71,7 +72,8 @@ class ThreadPool {
       });
     }
     const int64_t step = claim < 1 ? 1 : claim;
-    for (int t = 0; t < n_threads_; ++t) ranges_[static_cast<size_t>(t)].set(n * t / n_threads_, n * (t + 1) / n_threads_);
+    for (int t = 0; t < n_threads_; ++t)
+      ranges_[static_cast<size_t>(t)].set(n * t / n_threads_, n * (t + 1) / n_threads_);
     run([&](int tid, int nt) {
       start(tid, n * tid / nt, n * (tid + 1) / nt);
       StealRange& own = ranges_[static_cast<size_t>(tid)];
@@ -105,7 +107,9 @@ class ThreadPool {
   // claim from the front and a steal from the back cannot both take an item.
   struct alignas(64) StealRange {
     std::atomic<uint64_t> word{0};
-    static uint64_t pack(int64_t b, int64_t e) { return static_cast<uint64_t>(b) << 32 | static_cast<uint64_t>(e); }
+    static uint64_t pack(int64_t b, int64_t e) {
+      return static_cast<uint64_t>(b) << 32 | static_cast<uint64_t>(e);
+    }
     void set(int64_t b, int64_t e) { word.store(pack(b, e), std::memory_order_relaxed); }
     // Takes [b, b + k) off the front, k = step, or a quarter of what is left (at least
     // one item) once that is under 4 steps; false if the range is empty.

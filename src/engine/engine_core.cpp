@@ -37,7 +37,8 @@ int64_t pool_tokens(const Model& model, const EngineConfig& c) {
   const int64_t bytes_per_token =
       2 * full_heads * mc.head_dim * static_cast<int64_t>(dtype_info(c.kv_type).type_size);
   int64_t tokens = c.kv_cache_tokens;
-  if (tokens <= 0 && c.kv_cache_mem > 0) tokens = static_cast<int64_t>(c.kv_cache_mem) / bytes_per_token;
+  if (tokens <= 0 && c.kv_cache_mem > 0)
+    tokens = static_cast<int64_t>(c.kv_cache_mem) / bytes_per_token;
   if (tokens <= 0) {
     // Default: every sequence slot can hold a full context, within 2 GiB.
     const int64_t cap = (int64_t{2} << 30) / bytes_per_token;
@@ -63,10 +64,14 @@ int64_t stream_pool_blocks(const EngineConfig& c) {
 
 std::string_view finish_reason_name(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kAbort: return "abort";
-    case FinishReason::kNone: break;
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kNone:
+      break;
   }
   return "";
 }
@@ -90,8 +95,13 @@ KvPlan plan_kv(const Model& model, const EngineConfig& config) {
   KvPlan p;
   const int64_t n_blocks = (pool_tokens(model, c) + c.block_size - 1) / c.block_size;
   p.cache = model.kv_config(n_blocks, c.block_size, c.kv_type, c.head_modes, stream_pool_blocks(c));
-  p.manager = {static_cast<int32_t>(p.cache.n_blocks), c.block_size, c.prefix_cache, model_identity(model),
-               static_cast<int32_t>(p.cache.n_stream_blocks), c.head_modes.sink, c.head_modes.window};
+  p.manager = {static_cast<int32_t>(p.cache.n_blocks),
+               c.block_size,
+               c.prefix_cache,
+               model_identity(model),
+               static_cast<int32_t>(p.cache.n_stream_blocks),
+               c.head_modes.sink,
+               c.head_modes.window};
   return p;
 }
 
@@ -110,7 +120,8 @@ void EngineCore::validate(std::span<const int32_t> prompt, const RequestOptions&
   const int64_t n_vocab = model_.config().n_vocab;
   if (prompt.empty()) throw Error("prompt: must contain at least one token");
   for (int32_t t : prompt) {
-    if (t < 0 || t >= n_vocab) throw Error("prompt: token id " + std::to_string(t) + " is outside the vocabulary");
+    if (t < 0 || t >= n_vocab)
+      throw Error("prompt: token id " + std::to_string(t) + " is outside the vocabulary");
   }
   // A prompt must leave room for one more position when the request generates; one that
   // only asks for its prompt's logits may fill the context.
@@ -121,19 +132,23 @@ void EngineCore::validate(std::span<const int32_t> prompt, const RequestOptions&
                 std::to_string(limit) + " tokens");
   }
   if (static_cast<int64_t>(prompt.size()) + room > limit) {
-    throw Error("prompt: " + std::to_string(prompt.size()) + " tokens leave no room to generate within " +
-                std::to_string(limit) + " tokens of context");
+    throw Error("prompt: " + std::to_string(prompt.size()) +
+                " tokens leave no room to generate within " + std::to_string(limit) +
+                " tokens of context");
   }
   if (o.stop.max_tokens < 0) throw Error("max_tokens: must be >= 0");
   if (o.stop.min_tokens < 0) throw Error("min_tokens: must be >= 0");
   if (!(o.sampling.temperature >= 0.0f)) throw Error("temperature: must be >= 0");
-  if (!(o.sampling.top_p > 0.0f && o.sampling.top_p <= 1.0f)) throw Error("top_p: must be in (0, 1]");
+  if (!(o.sampling.top_p > 0.0f && o.sampling.top_p <= 1.0f))
+    throw Error("top_p: must be in (0, 1]");
   if (o.sampling.top_k < 0) throw Error("top_k: must be >= 0");
-  if (!(o.sampling.min_p >= 0.0f && o.sampling.min_p <= 1.0f)) throw Error("min_p: must be in [0, 1]");
+  if (!(o.sampling.min_p >= 0.0f && o.sampling.min_p <= 1.0f))
+    throw Error("min_p: must be in [0, 1]");
   if (!(o.sampling.repetition_penalty > 0.0f)) throw Error("repetition_penalty: must be > 0");
   if (o.logprobs > 20) throw Error("logprobs: at most 20");
   if (o.prompt_logits < 0 || o.prompt_logits > static_cast<int64_t>(prompt.size())) {
-    throw Error("prompt_logits: must be in [0, " + std::to_string(prompt.size()) + "] (the prompt's length)");
+    throw Error("prompt_logits: must be in [0, " + std::to_string(prompt.size()) +
+                "] (the prompt's length)");
   }
 }
 
@@ -154,7 +169,9 @@ bool EngineCore::abort(RequestId id) {
   return true;
 }
 
-bool EngineCore::has_work() const { return scheduler_.has_work() || !pending_aborts_.empty(); }
+bool EngineCore::has_work() const {
+  return scheduler_.has_work() || !pending_aborts_.empty();
+}
 
 std::span<const RequestOutput> EngineCore::step() {
   outputs_.clear();
@@ -162,7 +179,8 @@ std::span<const RequestOutput> EngineCore::step() {
     const Request* r = scheduler_.find(id);
     if (!r) continue;
     const bool nothing_asked = r->options.stop.max_tokens == 0 && r->options.prompt_logits == 0;
-    scheduler_.finish(id, nothing_asked ? FinishReason::kLength : FinishReason::kAbort, outputs_, steady_now_s());
+    scheduler_.finish(id, nothing_asked ? FinishReason::kLength : FinishReason::kAbort, outputs_,
+                      steady_now_s());
   }
   pending_aborts_.clear();
 
@@ -197,8 +215,9 @@ EngineMetrics EngineCore::metrics() const {
   m.kv_evictions = kv_.evictions();
   m.kv_stream = kv_.stream_usage();
   const auto bs = static_cast<uint64_t>(config_.block_size);
-  m.kv_bytes_in_use = static_cast<uint64_t>(m.kv.used) * bs * runner_.cache().full_bytes_per_token() +
-                      static_cast<uint64_t>(m.kv_stream.used) * bs * runner_.cache().stream_bytes_per_token();
+  m.kv_bytes_in_use =
+      static_cast<uint64_t>(m.kv.used) * bs * runner_.cache().full_bytes_per_token() +
+      static_cast<uint64_t>(m.kv_stream.used) * bs * runner_.cache().stream_bytes_per_token();
   m.kv_context_tokens = scheduler_.kv_context_tokens();
   return m;
 }

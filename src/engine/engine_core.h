@@ -31,7 +31,8 @@ struct EngineConfig {
   int64_t kv_cache_tokens = 0;  // pool size in tokens; 0 = from kv_cache_mem or a default
   uint64_t kv_cache_mem = 0;    // pool size in bytes (used when kv_cache_tokens is 0)
   int32_t block_size = 16;
-  int64_t context_length = 0;  // per-request context limit; 0 or more than the model's = the model's
+  int64_t context_length =
+      0;  // per-request context limit; 0 or more than the model's = the model's
   DType kv_type = DType::F32;
   bool prefix_cache = true;
   SchedulerConfig scheduler;

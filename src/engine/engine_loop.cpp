@@ -19,7 +19,8 @@ EngineLoop::~EngineLoop() {
   thread_.join();
 }
 
-RequestId EngineLoop::submit(std::vector<int32_t> prompt, const RequestOptions& options, Callback on_output) {
+RequestId EngineLoop::submit(std::vector<int32_t> prompt, const RequestOptions& options,
+                             Callback on_output) {
   engine_.validate(prompt, options);  // const and thread-safe: reads only configuration
   const RequestId id = next_id_.fetch_add(1);
   {
@@ -61,7 +62,8 @@ EngineMetrics EngineLoop::metrics() const {
 
 bool EngineLoop::wait_idle(double timeout_s) {
   std::unique_lock<std::mutex> lock(mutex_);
-  return idle_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return in_flight_ == 0; });
+  return idle_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                        [&] { return in_flight_ == 0; });
 }
 
 void EngineLoop::run() {
@@ -70,7 +72,9 @@ void EngineLoop::run() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || !submissions_.empty() || !aborts_.empty() || engine_.has_work(); });
+      wake_.wait(lock, [&] {
+        return stop_ || !submissions_.empty() || !aborts_.empty() || engine_.has_work();
+      });
       if (stop_) break;
       submissions.swap(submissions_);
       aborts.swap(aborts_);

@@ -1,15 +1,17 @@
 #include "engine/offline.h"
 
-#include "core/clock.h"
-
 #include <memory>
 #include <optional>
 #include <unordered_map>
 
+#include "core/clock.h"
+
 namespace strata {
 namespace {
 
-double now_ms() { return 1e3 * steady_now_s(); }
+double now_ms() {
+  return 1e3 * steady_now_s();
+}
 
 }  // namespace
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/output_processor.h"
 #include "engine/engine_core.h"
+#include "engine/output_processor.h"
 
 namespace strata {
 
@@ -31,8 +31,8 @@ struct OfflineResult {
 
 // `tokenizer` may be null: then results carry no text and stop strings are ignored.
 // `on_output`, when set, sees every engine output as it comes (streaming to a terminal).
-std::vector<OfflineResult> generate(EngineCore& engine, const Tokenizer* tokenizer,
-                                    const std::vector<OfflineRequest>& requests,
-                                    const std::function<void(const RequestOutput&)>& on_output = {});
+std::vector<OfflineResult> generate(
+    EngineCore& engine, const Tokenizer* tokenizer, const std::vector<OfflineRequest>& requests,
+    const std::function<void(const RequestOutput&)>& on_output = {});
 
 }  // namespace strata

@@ -38,7 +38,8 @@ OutputProcessor::Delta OutputProcessor::push(std::span<const int32_t> tokens, bo
     d.text = std::move(pending_);
     pending_.clear();
   } else {
-    const size_t emit = pending_.size() > hold_ ? utf8_boundary(pending_, pending_.size() - hold_) : 0;
+    const size_t emit =
+        pending_.size() > hold_ ? utf8_boundary(pending_, pending_.size() - hold_) : 0;
     d.text = pending_.substr(0, emit);
     pending_.erase(0, emit);
   }

@@ -26,10 +26,12 @@ void cut_by_scores(HeadModes& m, const std::vector<double>& scores, double ratio
   const auto n_full = static_cast<int64_t>(std::llround(ratio * static_cast<double>(total)));
   std::vector<int64_t> order(static_cast<size_t>(total));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return scores[static_cast<size_t>(a)] > scores[static_cast<size_t>(b)]; });
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return scores[static_cast<size_t>(a)] > scores[static_cast<size_t>(b)];
+  });
   m.streaming.assign(static_cast<size_t>(total), 1);
-  for (int64_t i = 0; i < n_full; ++i) m.streaming[static_cast<size_t>(order[static_cast<size_t>(i)])] = 0;
+  for (int64_t i = 0; i < n_full; ++i)
+    m.streaming[static_cast<size_t>(order[static_cast<size_t>(i)])] = 0;
 }
 
 const json& per_layer_list(const json& doc, const char* key, int64_t n_layers, int64_t n_kv_heads) {
@@ -97,7 +99,8 @@ HeadModes parse_head_map(const std::string& text, const HeadMapOptions& o, int64
   std::vector<double> flat;
   for (const json& layer : scores) {
     for (const json& v : layer) {
-      if (!v.is_number() || !std::isfinite(v.get<double>())) throw Error("head map: scores must be finite numbers");
+      if (!v.is_number() || !std::isfinite(v.get<double>()))
+        throw Error("head map: scores must be finite numbers");
       flat.push_back(v.get<double>());
     }
   }
@@ -127,7 +130,8 @@ HeadModes resolve_head_modes(const HeadMapOptions& o, int64_t n_layers, int64_t 
       static_cast<int64_t>(std::llround(o.retrieval_ratio * static_cast<double>(n_kv_heads)));
   m.streaming.assign(static_cast<size_t>(n_layers * n_kv_heads), 1);
   for (int64_t l = 0; l < n_layers; ++l) {
-    for (int64_t h = 0; h < full_per_layer; ++h) m.streaming[static_cast<size_t>(l * n_kv_heads + h)] = 0;
+    for (int64_t h = 0; h < full_per_layer; ++h)
+      m.streaming[static_cast<size_t>(l * n_kv_heads + h)] = 0;
   }
   return m;
 }
@@ -140,7 +144,8 @@ std::string head_map_json(const HeadModes& m, const std::vector<std::vector<doub
     json modes = json::array();
     for (int64_t l = 0; l < m.n_layers; ++l) {
       json layer = json::array();
-      for (int64_t h = 0; h < m.n_kv_heads; ++h) layer.push_back(m.is_streaming(l, h) ? "streaming" : "full");
+      for (int64_t h = 0; h < m.n_kv_heads; ++h)
+        layer.push_back(m.is_streaming(l, h) ? "streaming" : "full");
       modes.push_back(layer);
     }
     doc["modes"] = modes;

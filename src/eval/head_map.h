@@ -13,10 +13,10 @@ namespace strata {
 
 // Inputs of --sparse-heads / --retrieval-ratio / --sink / --window.
 struct HeadMapOptions {
-  std::string map_path;          // JSON head map; empty = none
-  double retrieval_ratio = -1;   // fraction of heads kept full; < 0 = unset
-  int32_t sink = -1;             // < 0 = from the map, else 4
-  int32_t window = -1;           // < 0 = from the map, else 64
+  std::string map_path;         // JSON head map; empty = none
+  double retrieval_ratio = -1;  // fraction of heads kept full; < 0 = unset
+  int32_t sink = -1;            // < 0 = from the map, else 4
+  int32_t window = -1;          // < 0 = from the map, else 64
   bool enabled() const { return !map_path.empty() || retrieval_ratio >= 0; }
 };
 

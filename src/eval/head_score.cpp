@@ -23,13 +23,16 @@ void log_softmax(std::span<const float> logits, std::vector<double>& out) {
 
 // The scored rows' logits of every sample under `modes`, [n_scored][n_vocab] per
 // sample: one engine, one request per sample asking for its prompt's last logits.
-std::vector<std::vector<float>> scored_logits(Model& model, const std::vector<CalibrationSample>& samples,
-                                              EngineConfig c, const HeadModes& modes, ThreadPool& pool) {
+std::vector<std::vector<float>> scored_logits(Model& model,
+                                              const std::vector<CalibrationSample>& samples,
+                                              EngineConfig c, const HeadModes& modes,
+                                              ThreadPool& pool) {
   c.head_modes = modes;
   c.prefix_cache = false;
   c.scheduler.max_seqs = 1;
   for (const auto& s : samples) {
-    c.context_length = std::max<int64_t>(c.context_length, static_cast<int64_t>(s.tokens.size()) + 1);
+    c.context_length =
+        std::max<int64_t>(c.context_length, static_cast<int64_t>(s.tokens.size()) + 1);
   }
   EngineCore engine(model, pool, c);
   std::vector<std::vector<float>> out(samples.size());
@@ -44,24 +47,27 @@ std::vector<std::vector<float>> scored_logits(Model& model, const std::vector<Ca
 
 }  // namespace
 
-std::vector<CalibrationSample> synthetic_calibration(const Model& model, int64_t ctx, int64_t n_samples,
-                                                     uint64_t seed) {
+std::vector<CalibrationSample> synthetic_calibration(const Model& model, int64_t ctx,
+                                                     int64_t n_samples, uint64_t seed) {
   if (ctx < 16) throw Error("heads score: --ctx must be at least 16");
   std::vector<CalibrationSample> out;
   const bool constructed = model.file().has("strata.induction.retrieval_heads");
   if (constructed) {
     const NeedleTask task = needle_task_from_model(model);
     for (int64_t i = 0; i < n_samples; ++i) {
-      const double depth = n_samples > 1 ? 0.05 + 0.9 * static_cast<double>(i) / static_cast<double>(n_samples - 1) : 0.5;
-      out.push_back({make_needle_prompt(task, ctx, depth, seed + static_cast<uint64_t>(i)).tokens, 1});
+      const double depth =
+          n_samples > 1 ? 0.05 + 0.9 * static_cast<double>(i) / static_cast<double>(n_samples - 1)
+                        : 0.5;
+      out.push_back(
+          {make_needle_prompt(task, ctx, depth, seed + static_cast<uint64_t>(i)).tokens, 1});
     }
     return out;
   }
   // Passkey inputs: filler, a random segment at some depth, filler, the segment again.
   std::mt19937_64 rng(seed);
   const int64_t n_vocab = model.config().n_vocab;
-  std::uniform_int_distribution<int32_t> tok(std::min<int32_t>(3, static_cast<int32_t>(n_vocab - 1)),
-                                             static_cast<int32_t>(n_vocab - 1));
+  std::uniform_int_distribution<int32_t> tok(
+      std::min<int32_t>(3, static_cast<int32_t>(n_vocab - 1)), static_cast<int32_t>(n_vocab - 1));
   const int64_t seg = std::min<int64_t>(32, ctx / 4);
   for (int64_t i = 0; i < n_samples; ++i) {
     std::vector<int32_t> t;
@@ -69,7 +75,9 @@ std::vector<CalibrationSample> synthetic_calibration(const Model& model, int64_t
     if (bos >= 0 && bos < n_vocab) t.push_back(static_cast<int32_t>(bos));
     std::vector<int32_t> segment(static_cast<size_t>(seg));
     for (auto& x : segment) x = tok(rng);
-    const double depth = n_samples > 1 ? 0.05 + 0.5 * static_cast<double>(i) / static_cast<double>(n_samples - 1) : 0.25;
+    const double depth =
+        n_samples > 1 ? 0.05 + 0.5 * static_cast<double>(i) / static_cast<double>(n_samples - 1)
+                      : 0.25;
     const auto at = static_cast<int64_t>(depth * static_cast<double>(ctx - 2 * seg));
     while (static_cast<int64_t>(t.size()) < at) t.push_back(tok(rng));
     t.insert(t.end(), segment.begin(), segment.end());
@@ -83,7 +91,8 @@ std::vector<CalibrationSample> synthetic_calibration(const Model& model, int64_t
 std::vector<CalibrationSample> text_calibration(const std::vector<int32_t>& tokens, int64_t ctx,
                                                 int64_t max_samples) {
   std::vector<CalibrationSample> out;
-  for (size_t at = 0; at + static_cast<size_t>(ctx) <= tokens.size() && static_cast<int64_t>(out.size()) < max_samples;
+  for (size_t at = 0; at + static_cast<size_t>(ctx) <= tokens.size() &&
+                      static_cast<int64_t>(out.size()) < max_samples;
        at += static_cast<size_t>(ctx)) {
     out.push_back({std::vector<int32_t>(tokens.begin() + static_cast<std::ptrdiff_t>(at),
                                         tokens.begin() + static_cast<std::ptrdiff_t>(at) + ctx),
@@ -136,16 +145,19 @@ HeadScores score_heads(Model& model, const std::vector<CalibrationSample>& sampl
       const auto ablated = scored_logits(model, samples, options.engine, modes, pool);
       for (size_t si = 0; si < samples.size(); ++si) {
         for (int64_t r = 0; r < samples[si].n_scored; ++r, ++k) {
-          const std::span<const float> lr(ablated[si].data() + static_cast<size_t>(r) * n_vocab, n_vocab);
+          const std::span<const float> lr(ablated[si].data() + static_cast<size_t>(r) * n_vocab,
+                                          n_vocab);
           log_softmax(lr, row);
           double d = 0;
           for (size_t i = 0; i < n_vocab; ++i) d += ref_p[k][i] * (ref_logp[k][i] - row[i]);
           kl += std::max(0.0, d);
-          flips += static_cast<size_t>(std::max_element(lr.begin(), lr.end()) - lr.begin()) != ref_argmax[k];
+          flips += static_cast<size_t>(std::max_element(lr.begin(), lr.end()) - lr.begin()) !=
+                   ref_argmax[k];
         }
       }
       out.kl[static_cast<size_t>(l)][static_cast<size_t>(h)] = kl / static_cast<double>(k);
-      out.flipped[static_cast<size_t>(l)][static_cast<size_t>(h)] = static_cast<double>(flips) / static_cast<double>(k);
+      out.flipped[static_cast<size_t>(l)][static_cast<size_t>(h)] =
+          static_cast<double>(flips) / static_cast<double>(k);
       if (progress) progress(l * n_kv + h + 1, n_layers * n_kv);
     }
   }

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "model/model.h"
 #include "engine/engine_core.h"
+#include "model/model.h"
 
 namespace strata {
 
@@ -30,8 +30,8 @@ struct CalibrationSample {
 // with K) when the model carries the constructed-model metadata, otherwise passkey
 // inputs — a random segment early in random filler, repeated at the end, scored on
 // the repetition.
-std::vector<CalibrationSample> synthetic_calibration(const Model& model, int64_t ctx, int64_t n_samples,
-                                                     uint64_t seed);
+std::vector<CalibrationSample> synthetic_calibration(const Model& model, int64_t ctx,
+                                                     int64_t n_samples, uint64_t seed);
 
 // Token windows of `ctx` tokens from calibration text (already tokenized), scored on
 // their last quarter.
@@ -46,7 +46,8 @@ struct HeadScoreOptions {
 
 struct HeadScores {
   std::vector<std::vector<double>> kl;  // [layer][kv_head]: mean KL(dense || head streaming)
-  std::vector<std::vector<double>> flipped;  // [layer][kv_head]: fraction of scored argmaxes changed
+  std::vector<std::vector<double>>
+      flipped;  // [layer][kv_head]: fraction of scored argmaxes changed
 };
 
 // `progress(done, total)` is called after each head (may be empty).

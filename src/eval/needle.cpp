@@ -7,8 +7,8 @@
 #include <string>
 
 #include "core/clock.h"
-#include "core/splitmix.h"
 #include "core/error.h"
+#include "core/splitmix.h"
 #include "engine/offline.h"
 #include "sample/sampler.h"
 
@@ -98,8 +98,8 @@ NeedlePrompt make_needle_prompt(const NeedleTask& task, int64_t ctx, double dept
   return p;
 }
 
-NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t ctx, double depth, int64_t trials,
-                             uint64_t seed, ThreadPool& pool) {
+NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t ctx, double depth,
+                             int64_t trials, uint64_t seed, ThreadPool& pool) {
   if (ctx > model.config().context_length) {
     throw Error("needle: ctx " + std::to_string(ctx) + " exceeds the model's context length " +
                 std::to_string(model.config().context_length));
@@ -136,8 +136,8 @@ NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t c
   return r;
 }
 
-NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t ctx, double depth, int64_t trials,
-                             uint64_t seed) {
+NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t ctx, double depth,
+                             int64_t trials, uint64_t seed) {
   ThreadPool pool(ThreadPool::default_threads());
   return needle_accuracy(model, config, ctx, depth, trials, seed, pool);
 }

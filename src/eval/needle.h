@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "model/model.h"
 #include "engine/engine_core.h"
+#include "model/model.h"
 
 namespace strata {
 
@@ -53,13 +53,13 @@ struct NeedleResult {
 
 // Runs `trials` prompts of `ctx` tokens with the needle at `depth`, one after another,
 // each a request for its last position's logits (the answer is their argmax) to an
-// engine built from `config` (its context is raised to hold ctx tokens when smaller; the prefix cache is off, so every trial
-// computes its whole prompt). Trial i of (ctx, depth, seed) is the same prompt on every
-// run and every machine.
-NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t ctx, double depth, int64_t trials,
-                             uint64_t seed, ThreadPool& pool);
+// engine built from `config` (its context is raised to hold ctx tokens when smaller; the prefix
+// cache is off, so every trial computes its whole prompt). Trial i of (ctx, depth, seed) is the
+// same prompt on every run and every machine.
+NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t ctx, double depth,
+                             int64_t trials, uint64_t seed, ThreadPool& pool);
 // The same with a pool of ThreadPool::default_threads() threads.
-NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t ctx, double depth, int64_t trials,
-                             uint64_t seed);
+NeedleResult needle_accuracy(Model& model, const EngineConfig& config, int64_t ctx, double depth,
+                             int64_t trials, uint64_t seed);
 
 }  // namespace strata

@@ -45,7 +45,8 @@ FileBytes FileBytes::read_into_huge_pages(const std::string& path) {
   FileBytes out;
   out.huge_ = HugePageBuffer(len);
   for (size_t done = 0; done < len;) {
-    const ssize_t n = ::pread(guard.fd, out.huge_.data() + done, len - done, static_cast<off_t>(done));
+    const ssize_t n =
+        ::pread(guard.fd, out.huge_.data() + done, len - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       throw Error(path + ": read failed at offset " + std::to_string(done) + ": " +

@@ -21,7 +21,9 @@ BlockPool::Block& BlockPool::at(int32_t block) {
   return blocks_[static_cast<size_t>(block)];
 }
 
-const BlockPool::Block& BlockPool::at(int32_t block) const { return const_cast<BlockPool*>(this)->at(block); }
+const BlockPool::Block& BlockPool::at(int32_t block) const {
+  return const_cast<BlockPool*>(this)->at(block);
+}
 
 std::optional<int32_t> BlockPool::allocate() {
   int32_t b = -1;
@@ -61,7 +63,9 @@ void BlockPool::release(int32_t block) {
   }
 }
 
-int32_t BlockPool::ref_count(int32_t block) const { return at(block).ref_count; }
+int32_t BlockPool::ref_count(int32_t block) const {
+  return at(block).ref_count;
+}
 
 int32_t BlockPool::find(const BlockKey& key, std::span<const int32_t> tokens) const {
   const auto it = cached_.find(key);
@@ -71,7 +75,8 @@ int32_t BlockPool::find(const BlockKey& key, std::span<const int32_t> tokens) co
   return it->second;
 }
 
-void BlockPool::register_block(int32_t block, const BlockKey& key, std::span<const int32_t> tokens) {
+void BlockPool::register_block(int32_t block, const BlockKey& key,
+                               std::span<const int32_t> tokens) {
   Block& b = at(block);
   if (cached_.count(key) != 0 || b.key) return;
   b.key = key;

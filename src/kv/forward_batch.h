@@ -19,10 +19,10 @@ struct SequenceView {
 };
 
 struct ForwardBatch {
-  std::span<const int32_t> tokens;     // [n_tokens] token ids
-  std::span<const int32_t> positions;  // [n_tokens] position of each token in its sequence
-  std::span<const int32_t> seq_index;  // [n_tokens] index into `seqs`
-  std::span<const SequenceView> seqs;  // [n_seqs]
+  std::span<const int32_t> tokens;      // [n_tokens] token ids
+  std::span<const int32_t> positions;   // [n_tokens] position of each token in its sequence
+  std::span<const int32_t> seq_index;   // [n_tokens] index into `seqs`
+  std::span<const SequenceView> seqs;   // [n_seqs]
   std::span<const int32_t> logit_rows;  // token indices whose logits are wanted, ascending
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }

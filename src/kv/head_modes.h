@@ -17,8 +17,8 @@ namespace strata {
 struct HeadModes {
   int64_t n_layers = 0;
   int64_t n_kv_heads = 0;
-  int32_t sink = 4;     // tokens at the start every streaming head keeps
-  int32_t window = 64;  // most recent tokens a streaming head keeps (including itself)
+  int32_t sink = 4;                // tokens at the start every streaming head keeps
+  int32_t window = 64;             // most recent tokens a streaming head keeps (including itself)
   std::vector<uint8_t> streaming;  // [layer * n_kv_heads + head]; empty = dense
 
   bool dense() const { return streaming.empty(); }
@@ -34,7 +34,8 @@ struct HeadModes {
   // Stream-pool blocks one sequence needs at most: its sink blocks, the blocks spanning
   // its window plus `chunk_tokens` new tokens, and two partial blocks at the edges.
   int64_t stream_blocks_per_sequence(int64_t block_size, int64_t chunk_tokens) const {
-    return (sink + block_size - 1) / block_size + (window + chunk_tokens + block_size - 1) / block_size + 2;
+    return (sink + block_size - 1) / block_size +
+           (window + chunk_tokens + block_size - 1) / block_size + 2;
   }
 };
 

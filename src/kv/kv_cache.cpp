@@ -18,7 +18,8 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
   }
   if (config.dtype == DType::BF16 && (config.head_dim % 2 != 0 || config.block_size % 2 != 0)) {
     throw Error("kv cache: bf16 tiles pair elements (kv/tile_layout.h), so head_dim (" +
-                std::to_string(config.head_dim) + ") and block_size (" + std::to_string(config.block_size) +
+                std::to_string(config.head_dim) + ") and block_size (" +
+                std::to_string(config.block_size) +
                 ") must be even; use an f16 cache (--kv-type f16)");
   }
   element_size_ = dtype_info(config.dtype).type_size;
@@ -43,11 +44,13 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
   for (int64_t l = 0; l < config.n_layers; ++l) {
     for (int64_t h = 0; h < config.n_kv_heads; ++h) {
       const int p = pool(l, h);
-      head_index_[static_cast<size_t>(l * config.n_kv_heads + h)] = layer_heads_[p][static_cast<size_t>(l)]++;
+      head_index_[static_cast<size_t>(l * config.n_kv_heads + h)] =
+          layer_heads_[p][static_cast<size_t>(l)]++;
     }
     for (int p = 0; p < 2; ++p) {
       layer_base_[p][static_cast<size_t>(l)] = tiles[p];
-      auto t = checked_mul(static_cast<uint64_t>(n_blocks[p]), static_cast<uint64_t>(layer_heads_[p][static_cast<size_t>(l)]));
+      auto t = checked_mul(static_cast<uint64_t>(n_blocks[p]),
+                           static_cast<uint64_t>(layer_heads_[p][static_cast<size_t>(l)]));
       if (t) t = checked_add(*t, static_cast<uint64_t>(tiles[p]));
       if (!t || *t > (uint64_t{1} << 40)) throw Error("kv cache: size overflows");
       tiles[p] = static_cast<int64_t>(*t);

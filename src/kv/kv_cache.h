@@ -8,9 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/huge_buffer.h"
-
 #include "core/dtype.h"
+#include "core/huge_buffer.h"
 #include "kv/head_modes.h"
 
 namespace strata {
@@ -41,7 +40,9 @@ class KvCache {
   size_t full_bytes_per_token() const { return pool_bytes_per_token(kFull); }
   size_t stream_bytes_per_token() const { return pool_bytes_per_token(kStream); }
   size_t total_bytes() const { return k_[0].size() + v_[0].size() + k_[1].size() + v_[1].size(); }
-  bool streaming(int64_t layer, int64_t head) const { return config_.modes.is_streaming(layer, head); }
+  bool streaming(int64_t layer, int64_t head) const {
+    return config_.modes.is_streaming(layer, head);
+  }
   // Blocks in the pool that holds (layer, head): n_blocks or n_stream_blocks.
   int64_t pool_blocks(int64_t layer, int64_t head) const {
     return streaming(layer, head) ? config_.n_stream_blocks : config_.n_blocks;
@@ -52,8 +53,12 @@ class KvCache {
   // A (block, head) tile is contiguous, so attention for one KV head streams each block
   // once for all the query heads that share it. `block` indexes the pool that holds
   // (layer, head): the paged pool for full heads, the stream pool for streaming heads.
-  uint8_t* k_tile(int64_t layer, int64_t block, int64_t head) { return k_[pool(layer, head)].data() + offset(layer, block, head); }
-  uint8_t* v_tile(int64_t layer, int64_t block, int64_t head) { return v_[pool(layer, head)].data() + offset(layer, block, head); }
+  uint8_t* k_tile(int64_t layer, int64_t block, int64_t head) {
+    return k_[pool(layer, head)].data() + offset(layer, block, head);
+  }
+  uint8_t* v_tile(int64_t layer, int64_t block, int64_t head) {
+    return v_[pool(layer, head)].data() + offset(layer, block, head);
+  }
   const uint8_t* k_tile(int64_t layer, int64_t block, int64_t head) const {
     return k_[pool(layer, head)].data() + offset(layer, block, head);
   }
@@ -73,15 +78,16 @@ class KvCache {
     // a head's consecutive tiles n_kv_heads tiles apart, and decode attention at 4K context
     // ran at half the speed).
     const int64_t n_blocks = p == kFull ? config_.n_blocks : config_.n_stream_blocks;
-    return static_cast<size_t>((layer_base_[p][l] + head_index_[lh] * n_blocks + block) * tile_elems_) *
+    return static_cast<size_t>((layer_base_[p][l] + head_index_[lh] * n_blocks + block) *
+                               tile_elems_) *
            element_size_;
   }
   size_t pool_bytes_per_token(int p) const;
 
   KvCacheConfig config_;
   size_t element_size_;
-  int64_t tile_elems_;  // block_size * head_dim
-  std::vector<int64_t> head_index_;     // [layer * n_kv_heads + head]: index among its mode's heads
+  int64_t tile_elems_;               // block_size * head_dim
+  std::vector<int64_t> head_index_;  // [layer * n_kv_heads + head]: index among its mode's heads
   std::vector<int64_t> layer_heads_[2];  // [pool][layer]: heads of that mode in the layer
   std::vector<int64_t> layer_base_[2];   // [pool][layer]: first tile of the layer in the pool
   HugePageBuffer k_[2], v_[2];

@@ -58,7 +58,8 @@ class KvManager {
   // token, which must be computed to produce logits) that every manager can serve, adds
   // those blocks to `seq` (which must be empty) and returns how many tokens they cover.
   // `max_tokens` caps the hit (a request that wants logits of its prompt tail).
-  int32_t match_prefix(SequenceKv& seq, std::span<const int32_t> tokens, int64_t max_tokens = INT64_MAX);
+  int32_t match_prefix(SequenceKv& seq, std::span<const int32_t> tokens,
+                       int64_t max_tokens = INT64_MAX);
 
   // Blocks needed for `seq` to hold `n_tokens` tokens, beyond what it has (paged pool).
   int32_t blocks_needed(const SequenceKv& seq, int64_t n_tokens) const;

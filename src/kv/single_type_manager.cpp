@@ -6,7 +6,8 @@
 
 namespace strata {
 
-SingleTypeManager::SingleTypeManager(int32_t n_blocks, int32_t block_size) : pool_(n_blocks), block_size_(block_size) {
+SingleTypeManager::SingleTypeManager(int32_t n_blocks, int32_t block_size)
+    : pool_(n_blocks), block_size_(block_size) {
   if (block_size <= 0) throw Error("kv manager: block_size must be positive");
 }
 

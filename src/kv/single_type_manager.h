@@ -35,11 +35,12 @@ class SingleTypeManager {
                           size_t max_blocks) const = 0;
   // Fills an empty table with the cached blocks of a hit of `k` blocks (find_hit said
   // k is servable).
-  virtual void take_hit(BlockTable& table, std::span<const BlockKey> keys, std::span<const int32_t> tokens,
-                        size_t k) = 0;
+  virtual void take_hit(BlockTable& table, std::span<const BlockKey> keys,
+                        std::span<const int32_t> tokens, size_t k) = 0;
   // Offers the table's blocks that `tokens` (the computed tokens) fill and that have a key
   // to the prefix cache.
-  virtual void register_full(BlockTable& table, std::span<const BlockKey> keys, std::span<const int32_t> tokens) = 0;
+  virtual void register_full(BlockTable& table, std::span<const BlockKey> keys,
+                             std::span<const int32_t> tokens) = 0;
   // Releases the blocks no query at a position >= n_computed will read again.
   virtual void release_unneeded(BlockTable& table, int64_t n_computed) = 0;
 
@@ -57,7 +58,8 @@ class SingleTypeManager {
  protected:
   void release_at(BlockTable& table, size_t index);
   std::span<const int32_t> block_tokens(std::span<const int32_t> tokens, size_t index) const {
-    return tokens.subspan(index * static_cast<size_t>(block_size_), static_cast<size_t>(block_size_));
+    return tokens.subspan(index * static_cast<size_t>(block_size_),
+                          static_cast<size_t>(block_size_));
   }
 
   BlockPool pool_;

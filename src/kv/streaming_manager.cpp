@@ -6,12 +6,16 @@
 
 namespace strata {
 
-StreamingManager::StreamingManager(int32_t n_blocks, int32_t block_size, int32_t sink, int32_t window)
+StreamingManager::StreamingManager(int32_t n_blocks, int32_t block_size, int32_t sink,
+                                   int32_t window)
     : SingleTypeManager(n_blocks, block_size), sink_(sink), window_(window) {
-  if (sink < 0 || window < 1) throw Error("kv manager: sparse attention needs sink >= 0 and window >= 1");
+  if (sink < 0 || window < 1)
+    throw Error("kv manager: sparse attention needs sink >= 0 and window >= 1");
 }
 
-size_t StreamingManager::sink_blocks() const { return static_cast<size_t>((sink_ + block_size_ - 1) / block_size_); }
+size_t StreamingManager::sink_blocks() const {
+  return static_cast<size_t>((sink_ + block_size_ - 1) / block_size_);
+}
 
 size_t StreamingManager::window_first_block(int64_t pos) const {
   return static_cast<size_t>(std::max<int64_t>(0, pos + 1 - window_) / block_size_);
@@ -34,8 +38,8 @@ size_t StreamingManager::find_hit(std::span<const BlockKey> keys, std::span<cons
   return 0;
 }
 
-void StreamingManager::take_hit(BlockTable& table, std::span<const BlockKey> keys, std::span<const int32_t> tokens,
-                                size_t k) {
+void StreamingManager::take_hit(BlockTable& table, std::span<const BlockKey> keys,
+                                std::span<const int32_t> tokens, size_t k) {
   if (k == 0) return;
   table.ids.assign(k, -1);
   for (size_t i = 0; i < k; ++i) {
@@ -61,7 +65,8 @@ void StreamingManager::register_full(BlockTable& table, std::span<const BlockKey
 void StreamingManager::release_unneeded(BlockTable& table, int64_t n_computed) {
   // Blocks wholly before the next position's window, past the sinks, are not read again.
   const size_t first_window = std::min(window_first_block(n_computed), table.ids.size());
-  for (size_t i = std::max(table.n_released, sink_blocks()); i < first_window; ++i) release_at(table, i);
+  for (size_t i = std::max(table.n_released, sink_blocks()); i < first_window; ++i)
+    release_at(table, i);
   table.n_released = std::max(table.n_released, first_window);
 }
 

@@ -13,10 +13,12 @@ class StreamingManager final : public SingleTypeManager {
  public:
   StreamingManager(int32_t n_blocks, int32_t block_size, int32_t sink, int32_t window);
 
-  size_t find_hit(std::span<const BlockKey> keys, std::span<const int32_t> tokens, size_t max_blocks) const override;
+  size_t find_hit(std::span<const BlockKey> keys, std::span<const int32_t> tokens,
+                  size_t max_blocks) const override;
   void take_hit(BlockTable& table, std::span<const BlockKey> keys, std::span<const int32_t> tokens,
                 size_t k) override;
-  void register_full(BlockTable& table, std::span<const BlockKey> keys, std::span<const int32_t> tokens) override;
+  void register_full(BlockTable& table, std::span<const BlockKey> keys,
+                     std::span<const int32_t> tokens) override;
   void release_unneeded(BlockTable& table, int64_t n_computed) override;
 
  private:

@@ -59,7 +59,8 @@ ModelConfig config_from_gguf(const gguf::GgufFile& f) {
   if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
     throw Error(n + "rope.dimension_count must be even and <= the head size");
   }
-  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f)) throw Error(n + "layer_norm_rms_epsilon out of range");
+  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f))
+    throw Error(n + "layer_norm_rms_epsilon out of range");
   if (!(c.rope_base > 0.0f)) throw Error(n + "rope.freq_base must be positive");
   if (!(c.rope_linear_scale > 0.0f)) throw Error(n + "rope.scaling.factor must be positive");
   return c;

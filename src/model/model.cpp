@@ -31,7 +31,8 @@ Model::Model(gguf::GgufFile file, bool repack_weights) : file_(std::move(file)) 
                         -2.0 * static_cast<double>(i) / static_cast<double>(config_.rope_dim));
     if (!weights_.rope_freq_factors.empty()) {
       const float factor = weights_.rope_freq_factors[static_cast<size_t>(i)];
-      if (!(factor > 0.0f)) throw Error(file_.name() + ": rope_freqs.weight has a non-positive factor");
+      if (!(factor > 0.0f))
+        throw Error(file_.name() + ": rope_freqs.weight has a non-positive factor");
       f /= factor;
     }
     inv_freq_[static_cast<size_t>(i)] = static_cast<float>(f);
@@ -68,9 +69,11 @@ void Model::validate_stream_blocks(const SequenceView& s, int64_t pos, const KvC
   const StreamingRange r = streaming_range(pos, kc.modes.sink, kc.modes.window);
   const auto check = [&](int64_t first, int64_t last) {  // blocks [first, last]
     for (int64_t bi = first; bi <= last; ++bi) {
-      if (bi >= static_cast<int64_t>(s.stream_table.size())) throw Error("forward: stream table too short");
+      if (bi >= static_cast<int64_t>(s.stream_table.size()))
+        throw Error("forward: stream table too short");
       const int32_t blk = s.stream_table[static_cast<size_t>(bi)];
-      if (blk < 0 || blk >= kc.n_stream_blocks) throw Error("forward: stream block missing or out of range");
+      if (blk < 0 || blk >= kc.n_stream_blocks)
+        throw Error("forward: stream block missing or out of range");
     }
   };
   if (r.sink_end > 0) check(0, (r.sink_end - 1) / kc.block_size);
@@ -101,11 +104,13 @@ void Model::validate(const ForwardBatch& b, const KvCache& cache) const {
     if (b.positions[t] < 0 || b.positions[t] >= b.seqs[static_cast<size_t>(s)].context_len) {
       throw Error("forward: position outside the sequence's context");
     }
-    if (cache.config().n_stream_blocks > 0) validate_stream_blocks(b.seqs[static_cast<size_t>(s)], b.positions[t], cache);
+    if (cache.config().n_stream_blocks > 0)
+      validate_stream_blocks(b.seqs[static_cast<size_t>(s)], b.positions[t], cache);
   }
   int64_t prev = -1;
   for (int32_t r : b.logit_rows) {
-    if (r <= prev || r >= b.n_tokens()) throw Error("forward: logit_rows must be ascending token indices");
+    if (r <= prev || r >= b.n_tokens())
+      throw Error("forward: logit_rows must be ascending token indices");
     prev = r;
   }
 }
@@ -139,7 +144,8 @@ void Model::reserve(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t b
 void Model::compute_rope_tables(const ForwardBatch& b) {
   const int64_t half = config_.rope_dim / 2;
   for (int64_t t = 0; t < b.n_tokens(); ++t) {
-    const float pos = static_cast<float>(b.positions[static_cast<size_t>(t)]) / config_.rope_linear_scale;
+    const float pos =
+        static_cast<float>(b.positions[static_cast<size_t>(t)]) / config_.rope_linear_scale;
     for (int64_t i = 0; i < half; ++i) {
       const float theta = pos * inv_freq_[static_cast<size_t>(i)];
       rope_cos_[static_cast<size_t>(t * half + i)] = std::cos(theta);
@@ -162,7 +168,9 @@ std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, Thr
   reserve(T, R, pool.size(), cache.config().block_size);
   compute_rope_tables(b);
   attention_scratch_.plan_groups(b);  // the same for every layer (attention_by_head)
-  forward_span.arg("n_tokens", T).arg("n_seqs", static_cast<int64_t>(b.seqs.size())).arg("n_logits", R);
+  forward_span.arg("n_tokens", T)
+      .arg("n_seqs", static_cast<int64_t>(b.seqs.size()))
+      .arg("n_logits", R);
   TraceSpan span(tracer_, "embedding", kTraceForward);
 
   // Embedding lookup: dequantize one row per token.
@@ -206,8 +214,10 @@ void Model::position_heads(const LayerWeights& L, int64_t t, int64_t g0, int64_t
     for (int64_t i = g0 * hd; i < g1 * hd; ++i) v[i] += L.bv[static_cast<size_t>(i)];
   }
   if (c.qk_norm) {
-    for (int64_t h = h0; h < h1; ++h) kernels::rmsnorm(q + h * hd, L.q_norm.data(), q + h * hd, hd, c.rms_eps);
-    for (int64_t h = g0; h < g1; ++h) kernels::rmsnorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, c.rms_eps);
+    for (int64_t h = h0; h < h1; ++h)
+      kernels::rmsnorm(q + h * hd, L.q_norm.data(), q + h * hd, hd, c.rms_eps);
+    for (int64_t h = g0; h < g1; ++h)
+      kernels::rmsnorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, c.rms_eps);
   }
   const int64_t half = c.rope_dim / 2;
   const float* cs = rope_cos_.data() + t * half;
@@ -225,8 +235,8 @@ void Model::position_heads(const LayerWeights& L, int64_t t, int64_t g0, int64_t
 // share attention's items as paged_attention does. The results are those of write_kv and
 // paged_attention: every step is per head, and attention's rows do not depend on which
 // thread computes them.
-void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cache, ThreadPool& pool,
-                              const AttentionShape& shape, TraceSpan& span) {
+void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cache,
+                              ThreadPool& pool, const AttentionShape& shape, TraceSpan& span) {
   const auto& c = config_;
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
   const int64_t T = b.n_tokens();
@@ -234,9 +244,11 @@ void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cac
   // Resolved here, where an error can be thrown.
   for (int64_t t = 0; t < T; ++t) {
     const auto& seq = b.seqs[static_cast<size_t>(b.seq_index[static_cast<size_t>(t)])];
-    kv_slots_[static_cast<size_t>(t)] = resolve_kv_slot(cache, layer, seq, b.positions[static_cast<size_t>(t)]);
+    kv_slots_[static_cast<size_t>(t)] =
+        resolve_kv_slot(cache, layer, seq, b.positions[static_cast<size_t>(t)]);
   }
-  const AttentionPass pass(cache, layer, b, shape, q_.data(), att_.data(), pool.size(), attention_scratch_);
+  const AttentionPass pass(cache, layer, b, shape, q_.data(), att_.data(), pool.size(),
+                           attention_scratch_);
   const bool dense = cache.config().modes.n_streaming_in_layer(layer) == 0;
   const bool own_heads = T == 1 && dense && c.n_kv_heads % pool.size() == 0;
   const int64_t items_per_head = pass.n_items() / c.n_kv_heads;
@@ -247,8 +259,8 @@ void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cac
     for (int64_t t = 0; t < T; ++t) position_heads(L, t, g0, g1);
     if (tid == 0) span.next("write_kv");
     for (int64_t t = 0; t < T; ++t) {
-      write_kv_heads(cache, layer, kv_slots_[static_cast<size_t>(t)], k_.data() + t * kv_dim, v_.data() + t * kv_dim,
-                     g0, g1);
+      write_kv_heads(cache, layer, kv_slots_[static_cast<size_t>(t)], k_.data() + t * kv_dim,
+                     v_.data() + t * kv_dim, g0, g1);
     }
     if (tid == 0) span.next("attention");
     if (own_heads) {  // items are ordered KV head first
@@ -256,7 +268,8 @@ void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cac
       return;
     }
     pool.team_barrier();  // every head's K/V is written
-    for (int64_t i; (i = next_item.fetch_add(1, std::memory_order_relaxed)) < pass.n_items();) pass.run_item(i, tid);
+    for (int64_t i; (i = next_item.fetch_add(1, std::memory_order_relaxed)) < pass.n_items();)
+      pass.run_item(i, tid);
   });
 }
 
@@ -268,8 +281,8 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
 
   TraceSpan span(tracer_, "qkv_matmul", kTraceForward);
   const kernels::MatmulJob qkv[] = {{L.wq.type, L.wq.data, L.wq.rows, q_.data()},
-                                     {L.wk.type, L.wk.data, L.wk.rows, k_.data()},
-                                     {L.wv.type, L.wv.data, L.wv.rows, v_.data()}};
+                                    {L.wk.type, L.wk.data, L.wk.rows, k_.data()},
+                                    {L.wv.type, L.wv.data, L.wv.rows, v_.data()}};
   norm_then_matmul(L.attn_norm.data(), qkv, T, pool);
 
   span.next("rope");
@@ -290,7 +303,8 @@ void Model::norm_then_matmul(const float* norm, std::span<const kernels::MatmulJ
                              ThreadPool& pool) {
   const auto& c = config_;
   auto rmsnorm = [&] {
-    for (int64_t t = 0; t < T; ++t) kernels::rmsnorm(x_.data() + t * c.dim, norm, xb_.data() + t * c.dim, c.dim, c.rms_eps);
+    for (int64_t t = 0; t < T; ++t)
+      kernels::rmsnorm(x_.data() + t * c.dim, norm, xb_.data() + t * c.dim, c.dim, c.rms_eps);
   };
   kernels::MatmulHooks hooks;
   kernels::set_prepare(hooks, rmsnorm);
@@ -302,7 +316,7 @@ void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
   TraceSpan span(tracer_, "gate_up_matmul", kTraceForward);
   const kernels::MatmulJob gate_up[] = {{L.w_gate.type, L.w_gate.data, L.w_gate.rows, gate_.data()},
-                                         {L.w_up.type, L.w_up.data, L.w_up.rows, up_.data()}};
+                                        {L.w_up.type, L.w_up.data, L.w_up.rows, up_.data()}};
   norm_then_matmul(L.ffn_norm.data(), gate_up, T, pool);
   // Elementwise, so splitting it across threads cannot change a value. Prefill spends
   // seconds here for long prompts (512 x 5632 expf per layer at llama-1b). Decode runs it
@@ -310,7 +324,8 @@ void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
   auto swiglu = [&] {
     if (T > 1) {
       pool.parallel_for(T, [&](int64_t t0, int64_t t1) {
-        kernels::swiglu(gate_.data() + t0 * c.ffn_dim, up_.data() + t0 * c.ffn_dim, (t1 - t0) * c.ffn_dim);
+        kernels::swiglu(gate_.data() + t0 * c.ffn_dim, up_.data() + t0 * c.ffn_dim,
+                        (t1 - t0) * c.ffn_dim);
       });
     } else {
       kernels::swiglu(gate_.data(), up_.data(), c.ffn_dim);

@@ -12,9 +12,9 @@
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
 #include "kernels/cpu/matmul.h"
+#include "kv/forward_batch.h"
 #include "kv/kv_cache.h"
 #include "model/config.h"
-#include "kv/forward_batch.h"
 #include "model/weights.h"
 #include "trace/tracer.h"
 
@@ -36,7 +36,8 @@ class Model {
     bool repack_weights = true;
   };
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& options);
-  static std::unique_ptr<Model> load(const std::string& path, WeightMemory memory = WeightMemory::huge_pages) {
+  static std::unique_ptr<Model> load(const std::string& path,
+                                     WeightMemory memory = WeightMemory::huge_pages) {
     LoadOptions options;
     options.memory = memory;
     return load(path, options);
@@ -54,8 +55,8 @@ class Model {
 
   // The KV cache layout for this model; with streaming heads in `modes` their K/V go to
   // a separate pool of n_stream_blocks blocks.
-  KvCacheConfig kv_config(int64_t n_blocks, int64_t block_size, DType dtype, const HeadModes& modes = {},
-                          int64_t n_stream_blocks = 0) const;
+  KvCacheConfig kv_config(int64_t n_blocks, int64_t block_size, DType dtype,
+                          const HeadModes& modes = {}, int64_t n_stream_blocks = 0) const;
 
   // Runs the batch: writes each token's K/V into `cache` through the block tables and
   // returns the logits of the rows in batch.logit_rows, [logit_rows.size()][n_vocab],
@@ -95,17 +96,17 @@ class Model {
   // Workspace, sized for the largest batch seen so far.
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logits_ = 0;
-  std::vector<float> x_;       // (T, dim) residual stream
-  std::vector<float> xb_;      // (T, dim) normed input / attention projection output
-  std::vector<float> q_;       // (T, n_heads*head_dim)
-  std::vector<float> k_;       // (T, n_kv_heads*head_dim)
-  std::vector<float> v_;       // (T, n_kv_heads*head_dim)
-  std::vector<float> att_;     // (T, n_heads*head_dim) attention output
-  std::vector<float> gate_;    // (T, ffn_dim)
-  std::vector<float> up_;      // (T, ffn_dim)
+  std::vector<float> x_;                    // (T, dim) residual stream
+  std::vector<float> xb_;                   // (T, dim) normed input / attention projection output
+  std::vector<float> q_;                    // (T, n_heads*head_dim)
+  std::vector<float> k_;                    // (T, n_kv_heads*head_dim)
+  std::vector<float> v_;                    // (T, n_kv_heads*head_dim)
+  std::vector<float> att_;                  // (T, n_heads*head_dim) attention output
+  std::vector<float> gate_;                 // (T, ffn_dim)
+  std::vector<float> up_;                   // (T, ffn_dim)
   std::vector<float> rope_cos_, rope_sin_;  // (T, rope_dim/2)
-  std::vector<float> final_;   // (R, dim) normed rows that need logits
-  std::vector<float> logits_;  // (R, n_vocab)
+  std::vector<float> final_;                // (R, dim) normed rows that need logits
+  std::vector<float> logits_;               // (R, n_vocab)
   std::vector<uint8_t> matmul_scratch_;
   AttentionScratch attention_scratch_;
   std::vector<KvSlot> kv_slots_;  // (T) where each token's K/V go in the current layer

@@ -25,25 +25,25 @@ struct WeightMatrix {
 };
 
 struct LayerWeights {
-  std::vector<float> attn_norm;           // (dim)
-  WeightMatrix wq;                        // (n_heads*head_dim, dim)
-  WeightMatrix wk;                        // (n_kv_heads*head_dim, dim)
-  WeightMatrix wv;                        // (n_kv_heads*head_dim, dim)
-  WeightMatrix wo;                        // (dim, n_heads*head_dim)
-  std::vector<float> bq, bk, bv;          // (rows of wq/wk/wv) when the arch has biases
-  std::vector<float> q_norm, k_norm;      // (head_dim) when the arch norms Q/K per head
-  std::vector<float> ffn_norm;            // (dim)
-  WeightMatrix w_gate;                    // (ffn_dim, dim)
-  WeightMatrix w_up;                      // (ffn_dim, dim)
-  WeightMatrix w_down;                    // (dim, ffn_dim)
+  std::vector<float> attn_norm;       // (dim)
+  WeightMatrix wq;                    // (n_heads*head_dim, dim)
+  WeightMatrix wk;                    // (n_kv_heads*head_dim, dim)
+  WeightMatrix wv;                    // (n_kv_heads*head_dim, dim)
+  WeightMatrix wo;                    // (dim, n_heads*head_dim)
+  std::vector<float> bq, bk, bv;      // (rows of wq/wk/wv) when the arch has biases
+  std::vector<float> q_norm, k_norm;  // (head_dim) when the arch norms Q/K per head
+  std::vector<float> ffn_norm;        // (dim)
+  WeightMatrix w_gate;                // (ffn_dim, dim)
+  WeightMatrix w_up;                  // (ffn_dim, dim)
+  WeightMatrix w_down;                // (dim, ffn_dim)
 };
 
 struct ModelWeights {
-  WeightMatrix token_embd;                // (n_vocab, dim)
-  std::vector<LayerWeights> layers;       // (n_layers)
-  std::vector<float> output_norm;         // (dim)
-  WeightMatrix output;                    // (n_vocab, dim); token_embd when tied
-  std::vector<float> rope_freq_factors;   // (rope_dim/2) divisors of the RoPE frequencies; empty = 1
+  WeightMatrix token_embd;               // (n_vocab, dim)
+  std::vector<LayerWeights> layers;      // (n_layers)
+  std::vector<float> output_norm;        // (dim)
+  WeightMatrix output;                   // (n_vocab, dim); token_embd when tied
+  std::vector<float> rope_freq_factors;  // (rope_dim/2) divisors of the RoPE frequencies; empty = 1
 };
 
 // Binds every tensor the config needs, checking names, shapes and types. Sets

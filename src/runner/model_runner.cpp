@@ -10,7 +10,8 @@
 
 namespace strata {
 
-ModelRunner::ModelRunner(Model& model, ThreadPool& pool, const KvCacheConfig& cache, std::vector<int32_t> eog_tokens)
+ModelRunner::ModelRunner(Model& model, ThreadPool& pool, const KvCacheConfig& cache,
+                         std::vector<int32_t> eog_tokens)
     : model_(model), pool_(pool), cache_(cache), eog_tokens_(std::move(eog_tokens)) {
   const auto n_vocab = static_cast<size_t>(model.config().n_vocab);
   row_.resize(n_vocab);
@@ -30,12 +31,14 @@ void ModelRunner::build_batch(const SchedulerOutput& plan) {
     const Request& r = *plan.scheduled[i].request;
     const int64_t start = r.n_computed;
     const int64_t end = start + plan.scheduled[i].n_tokens;
-    if (end > static_cast<int64_t>(r.tokens.size())) throw Error("model runner: step runs past the request's tokens");
+    if (end > static_cast<int64_t>(r.tokens.size()))
+      throw Error("model runner: step runs past the request's tokens");
     // Prompt positions whose logits the request wants, while it has not started.
     const int64_t logits_from = r.started() ? end : std::max(start, r.prompt_logits_from());
     const int64_t logits_to = std::min<int64_t>(end, r.n_prompt);
     if (logits_from < logits_to) {
-      output_.prompt_rows[i] = {static_cast<int32_t>(logit_rows_.size()), static_cast<int32_t>(logits_to - logits_from)};
+      output_.prompt_rows[i] = {static_cast<int32_t>(logit_rows_.size()),
+                                static_cast<int32_t>(logits_to - logits_from)};
     }
     for (int64_t p = start; p < end; ++p) {
       tokens_.push_back(r.tokens[static_cast<size_t>(p)]);
@@ -47,15 +50,17 @@ void ModelRunner::build_batch(const SchedulerOutput& plan) {
     }
     views_.push_back({r.kv.block_table(), static_cast<int32_t>(end), r.kv.stream_table()});
     // A token is sampled only when this step reaches the request's last known token.
-    sample_row_.push_back(end == static_cast<int64_t>(r.tokens.size()) ? static_cast<int32_t>(logit_rows_.size()) - 1
-                                                                      : -1);
+    sample_row_.push_back(end == static_cast<int64_t>(r.tokens.size())
+                              ? static_cast<int32_t>(logit_rows_.size()) - 1
+                              : -1);
   }
 }
 
 const RunnerOutput& ModelRunner::execute(const SchedulerOutput& plan) {
   output_.started_s = steady_now_s();
   build_batch(plan);
-  const auto logits = model_.forward(ForwardBatch{tokens_, positions_, seq_index_, views_, logit_rows_}, cache_, pool_);
+  const auto logits = model_.forward(
+      ForwardBatch{tokens_, positions_, seq_index_, views_, logit_rows_}, cache_, pool_);
   output_.logits = logits;
   sample(plan, logits);
   output_.finished_s = steady_now_s();
@@ -99,12 +104,15 @@ void ModelRunner::fill_logprobs(std::span<const float> src, int32_t k_wanted, To
   const double log_z = mx + std::log(sum);
   const size_t k = std::min(static_cast<size_t>(k_wanted), n_vocab);
   std::iota(order_.begin(), order_.end(), 0);
-  std::partial_sort(order_.begin(), order_.begin() + static_cast<ptrdiff_t>(k), order_.end(), [&](int32_t a, int32_t b) {
-    return src[static_cast<size_t>(a)] > src[static_cast<size_t>(b)] || (src[static_cast<size_t>(a)] == src[static_cast<size_t>(b)] && a < b);
-  });
+  std::partial_sort(order_.begin(), order_.begin() + static_cast<ptrdiff_t>(k), order_.end(),
+                    [&](int32_t a, int32_t b) {
+                      return src[static_cast<size_t>(a)] > src[static_cast<size_t>(b)] ||
+                             (src[static_cast<size_t>(a)] == src[static_cast<size_t>(b)] && a < b);
+                    });
   out.top.clear();
   for (size_t j = 0; j < k; ++j) {
-    out.top.emplace_back(order_[j], static_cast<float>(src[static_cast<size_t>(order_[j])] - log_z));
+    out.top.emplace_back(order_[j],
+                         static_cast<float>(src[static_cast<size_t>(order_[j])] - log_z));
   }
   out.logprob = static_cast<float>(-log_z);
   out.logprob += src[static_cast<size_t>(out.token)];

@@ -24,7 +24,8 @@ class ModelRunner {
  public:
   // `eog_tokens`: the model's end-of-generation ids, masked out before a request's
   // min_tokens are reached.
-  ModelRunner(Model& model, ThreadPool& pool, const KvCacheConfig& cache, std::vector<int32_t> eog_tokens);
+  ModelRunner(Model& model, ThreadPool& pool, const KvCacheConfig& cache,
+              std::vector<int32_t> eog_tokens);
 
   // The forward pass and sampling of one step. Valid until the next call.
   const RunnerOutput& execute(const SchedulerOutput& plan);

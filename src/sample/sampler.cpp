@@ -16,7 +16,8 @@ int32_t argmax(std::span<const float> logits) {
   return best;
 }
 
-Sampler::Sampler(const SamplingParams& params, int64_t n_vocab) : params_(params), rng_(params.seed) {
+Sampler::Sampler(const SamplingParams& params, int64_t n_vocab)
+    : params_(params), rng_(params.seed) {
   if (n_vocab <= 0) throw Error("sampler: empty vocabulary");
   candidates_.resize(static_cast<size_t>(n_vocab));
   probs_.resize(static_cast<size_t>(n_vocab));

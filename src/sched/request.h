@@ -16,7 +16,8 @@ namespace strata {
 enum class RequestStatus { kWaiting, kRunning };
 
 struct Request {
-  Request(RequestId id, std::vector<int32_t> prompt, const RequestOptions& options, int64_t n_vocab);
+  Request(RequestId id, std::vector<int32_t> prompt, const RequestOptions& options,
+          int64_t n_vocab);
 
   RequestId id = 0;
   RequestOptions options;

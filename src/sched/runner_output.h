@@ -27,7 +27,8 @@ struct RunnerOutput {
   std::vector<PromptLogitRows> prompt_rows;
   std::span<const float> logits;  // [rows][n_vocab] as the forward pass returned them
   int64_t n_vocab = 0;
-  double started_s = 0, finished_s = 0;  // steady-clock seconds around the forward pass and sampling
+  double started_s = 0,
+         finished_s = 0;  // steady-clock seconds around the forward pass and sampling
 };
 
 }  // namespace strata

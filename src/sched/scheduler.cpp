@@ -36,14 +36,16 @@ bool Scheduler::runs_before(const Request& a, const Request& b) const {
 
 void Scheduler::insert_waiting(Request* r) {
   r->status = RequestStatus::kWaiting;
-  auto pos = std::upper_bound(waiting_.begin(), waiting_.end(), r,
-                              [&](const Request* a, const Request* b) { return runs_before(*a, *b); });
+  auto pos =
+      std::upper_bound(waiting_.begin(), waiting_.end(), r,
+                       [&](const Request* a, const Request* b) { return runs_before(*a, *b); });
   waiting_.insert(pos, r);
 }
 
 void Scheduler::add(std::unique_ptr<Request> request) {
   if (request->tokens.empty()) throw Error("scheduler: request without tokens");
-  if (owned_.count(request->id) != 0) throw Error("scheduler: duplicate request id " + std::to_string(request->id));
+  if (owned_.count(request->id) != 0)
+    throw Error("scheduler: duplicate request id " + std::to_string(request->id));
   Request* r = request.get();
   r->arrival = arrivals_++;
   owned_.emplace(r->id, std::move(request));
@@ -150,7 +152,8 @@ SchedulerOutput Scheduler::schedule() {
     Request* r = waiting_.front();
     if (!r->prefix_matched) {
       // A request that wants its prompt's logits computes those positions.
-      r->n_computed = kv_.match_prefix(r->kv, r->tokens, r->started() ? INT64_MAX : r->prompt_logits_from());
+      r->n_computed =
+          kv_.match_prefix(r->kv, r->tokens, r->started() ? INT64_MAX : r->prompt_logits_from());
       if (r->n_preemptions == 0) r->n_cached_prompt = static_cast<int32_t>(r->n_computed);
       r->prefix_matched = true;
     }
@@ -184,21 +187,27 @@ SchedulerOutput Scheduler::schedule() {
 bool Scheduler::is_stop_token(const Request& r, int32_t token) const {
   const auto& ids = r.options.stop.stop_token_ids;
   return std::find(ids.begin(), ids.end(), token) != ids.end() ||
-         std::find(config_.eog_tokens.begin(), config_.eog_tokens.end(), token) != config_.eog_tokens.end();
+         std::find(config_.eog_tokens.begin(), config_.eog_tokens.end(), token) !=
+             config_.eog_tokens.end();
 }
 
-void Scheduler::update_from_output(const SchedulerOutput& plan, const RunnerOutput& result, StepOutputs& outputs) {
-  if (result.sampled.size() != plan.scheduled.size()) throw Error("scheduler: runner output does not match the plan");
+void Scheduler::update_from_output(const SchedulerOutput& plan, const RunnerOutput& result,
+                                   StepOutputs& outputs) {
+  if (result.sampled.size() != plan.scheduled.size())
+    throw Error("scheduler: runner output does not match the plan");
   const auto n_vocab = static_cast<size_t>(result.n_vocab);
   for (size_t i = 0; i < plan.scheduled.size(); ++i) {
     Request& r = *plan.scheduled[i].request;
     const int64_t n_tokens = plan.scheduled[i].n_tokens;
     if (r.first_scheduled_s < 0) r.first_scheduled_s = result.started_s;
-    if (r.prefilling()) stats_.prompt_tokens += std::min<int64_t>(n_tokens, r.n_prompt - r.n_computed);
+    if (r.prefilling())
+      stats_.prompt_tokens += std::min<int64_t>(n_tokens, r.n_prompt - r.n_computed);
     if (i < result.prompt_rows.size() && result.prompt_rows[i].n_rows > 0) {
-      const auto first = result.logits.begin() + static_cast<ptrdiff_t>(result.prompt_rows[i].first_row * n_vocab);
-      r.prompt_logits.insert(r.prompt_logits.end(), first,
-                             first + static_cast<ptrdiff_t>(result.prompt_rows[i].n_rows * n_vocab));
+      const auto first =
+          result.logits.begin() + static_cast<ptrdiff_t>(result.prompt_rows[i].first_row * n_vocab);
+      r.prompt_logits.insert(
+          r.prompt_logits.end(), first,
+          first + static_cast<ptrdiff_t>(result.prompt_rows[i].n_rows * n_vocab));
     }
     r.n_computed += n_tokens;
     kv_.commit(r.kv, std::span<const int32_t>(r.tokens.data(), static_cast<size_t>(r.n_computed)));
@@ -231,8 +240,10 @@ void Scheduler::update_from_output(const SchedulerOutput& plan, const RunnerOutp
     // The newest token is never written to the KV cache unless the request goes on, so a
     // request may hold one token more than the context: it stops when the next step would
     // not fit.
-    const bool at_limit = config_.max_model_len > 0 && static_cast<int64_t>(r.tokens.size()) > config_.max_model_len;
-    if (r.n_generated >= stop.max_tokens || at_limit) finish(r, FinishReason::kLength, o, result.finished_s);
+    const bool at_limit =
+        config_.max_model_len > 0 && static_cast<int64_t>(r.tokens.size()) > config_.max_model_len;
+    if (r.n_generated >= stop.max_tokens || at_limit)
+      finish(r, FinishReason::kLength, o, result.finished_s);
   }
 }
 

@@ -28,7 +28,8 @@ struct SchedulerConfig {
   int64_t max_batch_tokens = 2048;  // tokens per step at most
   int64_t prefill_chunk = 512;      // prompt tokens per request per step at most (0 = no chunking)
   SchedulePolicy policy = SchedulePolicy::kFcfs;
-  int64_t max_model_len = 0;        // KV positions a request may use; it stops (length) beyond; 0 = no limit
+  int64_t max_model_len =
+      0;  // KV positions a request may use; it stops (length) beyond; 0 = no limit
   std::vector<int32_t> eog_tokens = {};  // the model's end-of-generation ids
 };
 
@@ -64,7 +65,8 @@ class Scheduler {
   // to the prefix cache; each sampled token is appended, or ends its request by a stop
   // token or a length limit (which frees its blocks); one output per request that
   // produced a token or finished goes to `outputs`.
-  void update_from_output(const SchedulerOutput& plan, const RunnerOutput& result, StepOutputs& outputs);
+  void update_from_output(const SchedulerOutput& plan, const RunnerOutput& result,
+                          StepOutputs& outputs);
 
   // Ends a request at once (its blocks are freed) with a final output of `reason`.
   // False if it is unknown.

@@ -126,7 +126,9 @@ std::string ServerMetrics::render(const EngineMetrics& m) const {
          static_cast<double>(m.kv_bytes_in_use));
   sample(out, "strata:kv_bytes_per_token", "gauge",
          "K/V bytes in use per token of live context (lower with streaming heads).",
-         m.kv_context_tokens > 0 ? static_cast<double>(m.kv_bytes_in_use) / static_cast<double>(m.kv_context_tokens) : 0.0);
+         m.kv_context_tokens > 0
+             ? static_cast<double>(m.kv_bytes_in_use) / static_cast<double>(m.kv_context_tokens)
+             : 0.0);
   sample(out, "strata:prompt_tokens_total", "counter",
          "Prompt tokens computed (prefix-cache hits excluded).", m.prompt_tokens_total);
   sample(out, "strata:generation_tokens_total", "counter", "Tokens generated.",

@@ -49,8 +49,8 @@ void Server::load() {
   EngineConfig config = options_.engine;
   config.eog_tokens = eog_tokens(tok);
   if (options_.head_map.enabled()) {
-    config.head_modes =
-        resolve_head_modes(options_.head_map, m->model->config().n_layers, m->model->config().n_kv_heads);
+    config.head_modes = resolve_head_modes(options_.head_map, m->model->config().n_layers,
+                                           m->model->config().n_kv_heads);
   }
   m->pool = std::make_unique<ThreadPool>(options_.compute_threads);
   m->engine = std::make_unique<EngineCore>(*m->model, *m->pool, config);

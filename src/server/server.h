@@ -8,11 +8,11 @@
 #include <memory>
 #include <string>
 
+#include "engine/engine_core.h"
+#include "eval/head_map.h"
 #include "model/model.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
-#include "engine/engine_core.h"
-#include "eval/head_map.h"
 
 namespace strata::server {
 
@@ -20,7 +20,7 @@ struct ServeOptions {
   std::string model_path;
   strata::Model::LoadOptions load;
   int compute_threads = 1;
-  EngineConfig engine;  // eog_tokens are filled in from the model's tokenizer
+  EngineConfig engine;      // eog_tokens are filled in from the model's tokenizer
   HeadMapOptions head_map;  // sparse attention, resolved into engine.head_modes at load
   HttpServerConfig http;
   ApiConfig api;  // an empty served_model_name becomes the model file's stem

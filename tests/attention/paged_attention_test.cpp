@@ -38,7 +38,8 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
   std::vector<SequenceView> views;
   std::vector<int32_t> tokens, positions, seq_index;
   for (size_t s = 0; s < lens.size(); ++s) {
-    while (static_cast<int64_t>(tables[s].size()) * c.block_size < lens[s]) tables[s].push_back(ids[next_id++]);
+    while (static_cast<int64_t>(tables[s].size()) * c.block_size < lens[s])
+      tables[s].push_back(ids[next_id++]);
     for (int32_t p = 0; p < lens[s]; ++p) {
       tokens.push_back(0);
       positions.push_back(p);
@@ -58,14 +59,17 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
   // query too, and its softmax weights (up to 2^-9 relative each: the looser bound).
   const bool bf16 = c.dtype == DType::BF16;
   auto stored = [&](float x) {
-    return c.dtype == DType::F16 ? fp16_to_fp32(fp32_to_fp16(x)) : bf16 ? bf16_to_fp32(fp32_to_bf16(x)) : x;
+    return c.dtype == DType::F16 ? fp16_to_fp32(fp32_to_fp16(x))
+           : bf16                ? bf16_to_fp32(fp32_to_bf16(x))
+                                 : x;
   };
   const double tol = bf16 ? 8e-3 : 2e-5;
 
   write_kv(cache, 0, batch, k.data(), v.data());
   ThreadPool pool(2);
   AttentionScratch scratch;
-  const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim, 1.0f / std::sqrt(float(c.head_dim))};
+  const AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim,
+                             1.0f / std::sqrt(float(c.head_dim))};
   scratch.reserve(pool.size(), shape, c.block_size);
   std::vector<float> out(q.size());
   paged_attention(cache, 0, batch, shape, q.data(), out.data(), pool, scratch);
@@ -73,7 +77,8 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
   const int64_t rep = c.n_heads / c.n_kv_heads;
   int64_t first = 0;  // first batch token of the current sequence
   for (int64_t t = 0; t < T; ++t) {
-    if (t > 0 && seq_index[static_cast<size_t>(t)] != seq_index[static_cast<size_t>(t - 1)]) first = t;
+    if (t > 0 && seq_index[static_cast<size_t>(t)] != seq_index[static_cast<size_t>(t - 1)])
+      first = t;
     const int64_t pos = positions[static_cast<size_t>(t)];
     for (int64_t h = 0; h < c.n_heads; ++h) {
       const int64_t g = h / rep;
@@ -102,10 +107,11 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, PagedAttentionTest,
-                         ::testing::Values(Case{4, 4, 16, 16, DType::F32}, Case{8, 2, 32, 16, DType::F32},
-                                           Case{8, 1, 64, 8, DType::F32}, Case{6, 3, 16, 4, DType::F16},
-                                           Case{8, 2, 64, 16, DType::BF16}, Case{6, 3, 16, 4, DType::BF16}));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PagedAttentionTest,
+    ::testing::Values(Case{4, 4, 16, 16, DType::F32}, Case{8, 2, 32, 16, DType::F32},
+                      Case{8, 1, 64, 8, DType::F32}, Case{6, 3, 16, 4, DType::F16},
+                      Case{8, 2, 64, 16, DType::BF16}, Case{6, 3, 16, 4, DType::BF16}));
 
 TEST(PagedAttention, WriteOutsideBlockTableThrows) {
   KvCache cache({1, 1, 4, 4, 2, DType::F32, {}, 0});

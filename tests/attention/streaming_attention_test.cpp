@@ -48,7 +48,8 @@ std::vector<float> run(const Shape& s, const HeadModes& modes, const std::vector
   write_kv(cache, 0, batch, k.data(), v.data());
   ThreadPool pool(2);
   AttentionScratch scratch;
-  const AttentionShape shape{s.n_heads, s.n_kv_heads, s.head_dim, 1.0f / std::sqrt(float(s.head_dim))};
+  const AttentionShape shape{s.n_heads, s.n_kv_heads, s.head_dim,
+                             1.0f / std::sqrt(float(s.head_dim))};
   scratch.reserve(pool.size(), shape, s.block_size);
   std::vector<float> out(q.size());
   paged_attention(cache, 0, batch, shape, q.data(), out.data(), pool, scratch);
@@ -107,7 +108,8 @@ TEST(StreamingAttention, MatchesMaskedReference) {
           for (int64_t j : keys) {
             double dot = 0;
             for (int64_t e = 0; e < s.head_dim; ++e) {
-              dot += double(d.q[size_t(t * q_dim + h * s.head_dim + e)]) * d.k[size_t((first + j) * kv_dim + g * s.head_dim + e)];
+              dot += double(d.q[size_t(t * q_dim + h * s.head_dim + e)]) *
+                     d.k[size_t((first + j) * kv_dim + g * s.head_dim + e)];
             }
             w.push_back(dot / std::sqrt(double(s.head_dim)));
             mx = std::max(mx, w.back());
@@ -119,7 +121,8 @@ TEST(StreamingAttention, MatchesMaskedReference) {
               ref += w[i] / sum * d.v[size_t((first + keys[i]) * kv_dim + g * s.head_dim + e)];
             }
             ASSERT_NEAR(out[size_t(t * q_dim + h * s.head_dim + e)], ref, 2e-5)
-                << "sink " << sink << " window " << window << " seq " << seq << " pos " << pos << " head " << h;
+                << "sink " << sink << " window " << window << " seq " << seq << " pos " << pos
+                << " head " << h;
           }
         }
       }
@@ -134,7 +137,8 @@ TEST(StreamingAttention, WindowCoveringTheContextIsBitIdenticalToDense) {
   const std::vector<float> dense = run(s, HeadModes{}, d.q, d.k, d.v);
   for (int32_t sink : {0, 3, 4, 100}) {
     const std::vector<float> streaming = run(s, modes_of(s, {1, 1}, sink, 45), d.q, d.k, d.v);
-    ASSERT_EQ(0, std::memcmp(dense.data(), streaming.data(), dense.size() * sizeof(float))) << "sink " << sink;
+    ASSERT_EQ(0, std::memcmp(dense.data(), streaming.data(), dense.size() * sizeof(float)))
+        << "sink " << sink;
   }
 }
 

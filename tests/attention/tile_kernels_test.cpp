@@ -31,9 +31,10 @@ std::vector<float> normals(std::mt19937& rng, int64_t n, float sigma) {
 
 // How run() cuts the keys into folds.
 struct Folding {
-  int blocks = 1;       // blocks per fold (segments of blocks * bs keys from key 0)
-  bool split = true;    // fold the first block as [0, 1) and [1, ...), as streaming heads do
-  int64_t causal = 0;   // > 0: rows form tokens of `causal` rows; token t sees n_keys - T + 1 + t keys
+  int blocks = 1;     // blocks per fold (segments of blocks * bs keys from key 0)
+  bool split = true;  // fold the first block as [0, 1) and [1, ...), as streaming heads do
+  int64_t causal =
+      0;  // > 0: rows form tokens of `causal` rows; token t sees n_keys - T + 1 + t keys
 };
 
 // Attention of n_q rows over n_keys keys, folded with `fold`; keys are laid out in blocks
@@ -47,8 +48,10 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
   for (int64_t j = 0; j < c.n_keys; ++j) {
     const int64_t b = j / c.bs, s = j % c.bs;
     for (int64_t d = 0; d < c.hd; ++d) {
-      kt[static_cast<size_t>(b * c.bs * c.hd + d * c.bs + s)] = keys[static_cast<size_t>(j * c.hd + d)];
-      vt[static_cast<size_t>(b * c.bs * c.hd + s * c.hd + d)] = vals[static_cast<size_t>(j * c.hd + d)];
+      kt[static_cast<size_t>(b * c.bs * c.hd + d * c.bs + s)] =
+          keys[static_cast<size_t>(j * c.hd + d)];
+      vt[static_cast<size_t>(b * c.bs * c.hd + s * c.hd + d)] =
+          vals[static_cast<size_t>(j * c.hd + d)];
     }
   }
   // The same tiles as halves, or as bf16 pairs (kv/tile_layout.h).
@@ -60,8 +63,10 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
         const float kv = kt[base + static_cast<size_t>(kv_layout::key_index(d, s, c.bs))];
         const float vv = vt[base + static_cast<size_t>(kv_layout::value_index(s, d, c.hd))];
         if (elem == TileElem::bf16) {
-          kt16[base + static_cast<size_t>(kv_layout::bf16_key_index(d, s, c.bs))] = fp32_to_bf16(kv);
-          vt16[base + static_cast<size_t>(kv_layout::bf16_value_index(s, d, c.hd))] = fp32_to_bf16(vv);
+          kt16[base + static_cast<size_t>(kv_layout::bf16_key_index(d, s, c.bs))] =
+              fp32_to_bf16(kv);
+          vt16[base + static_cast<size_t>(kv_layout::bf16_value_index(s, d, c.hd))] =
+              fp32_to_bf16(vv);
         } else {
           kt16[base + static_cast<size_t>(kv_layout::key_index(d, s, c.bs))] = fp32_to_fp16(kv);
           vt16[base + static_cast<size_t>(kv_layout::value_index(s, d, c.hd))] = fp32_to_fp16(vv);
@@ -70,7 +75,8 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
     }
   }
   const bool halves = elem != TileElem::f32;
-  std::vector<float> mx(static_cast<size_t>(c.n_q), -INFINITY), sum(static_cast<size_t>(c.n_q), 0.0f);
+  std::vector<float> mx(static_cast<size_t>(c.n_q), -INFINITY),
+      sum(static_cast<size_t>(c.n_q), 0.0f);
   std::vector<float> acc(static_cast<size_t>(c.n_q * c.hd), 0.0f);
   std::vector<float> p(static_cast<size_t>(c.n_q * fold_scratch_row(c.bs)));
   const int64_t n_tokens = how.causal > 0 ? c.n_q / how.causal : 1;
@@ -87,7 +93,8 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
     }
     // The following blocks as prefetch hints, as paged attention gives them (they must not
     // change the result).
-    for (int64_t nb = b0 + t.n_blocks; nb < std::min(n_blocks, b0 + t.n_blocks + kMaxFoldBlocks); ++nb) {
+    for (int64_t nb = b0 + t.n_blocks; nb < std::min(n_blocks, b0 + t.n_blocks + kMaxFoldBlocks);
+         ++nb) {
       const int64_t off = nb * c.bs * c.hd;
       t.next[t.n_next++] = halves ? static_cast<const void*>(kt16.data() + off) : kt.data() + off;
       t.next[t.n_next++] = halves ? static_cast<const void*>(vt16.data() + off) : vt.data() + off;
@@ -125,27 +132,41 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
     }
   }
   for (int64_t r = 0; r < c.n_q; ++r) {
-    for (int64_t d = 0; d < c.hd; ++d) acc[static_cast<size_t>(r * c.hd + d)] /= sum[static_cast<size_t>(r)];
+    for (int64_t d = 0; d < c.hd; ++d)
+      acc[static_cast<size_t>(r * c.hd + d)] /= sum[static_cast<size_t>(r)];
   }
   return acc;
 }
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> cs = {
-      {4, 16, 1, 1},   {4, 16, 2, 37},  {8, 16, 8, 16},  {36, 16, 3, 50},   {64, 16, 8, 200},
-      {64, 16, 4, 33}, {64, 8, 5, 40},  {64, 32, 9, 70}, {72, 16, 6, 100},  {128, 16, 8, 64},
-      {128, 24, 2, 49}, {17, 5, 7, 23},
+      {4, 16, 1, 1},
+      {4, 16, 2, 37},
+      {8, 16, 8, 16},
+      {36, 16, 3, 50},
+      {64, 16, 8, 200},
+      {64, 16, 4, 33},
+      {64, 8, 5, 40},
+      {64, 32, 9, 70},
+      {72, 16, 6, 100},
+      {128, 16, 8, 64},
+      {128, 24, 2, 49},
+      {17, 5, 7, 23},
       // Prefill-sized row counts: the AVX-512 fold's 16-row softmax and f16 tile widening,
       // with remainders and more rows than one correction group (64).
-      {64, 16, 16, 100}, {64, 16, 33, 70}, {64, 16, 64, 200}, {17, 5, 20, 23}, {64, 32, 70, 90},
+      {64, 16, 16, 100},
+      {64, 16, 33, 70},
+      {64, 16, 64, 200},
+      {17, 5, 20, 23},
+      {64, 32, 70, 90},
       {64, 16, 128, 40},  // a 16-token prefill group at llama-1b's GQA ratio
   };
   return cs;
 }
 
 // Softmax attention of each row of q over all keys, in double.
-std::vector<double> double_softmax(const Case& c, const std::vector<float>& q, const std::vector<float>& k,
-                                   const std::vector<float>& v) {
+std::vector<double> double_softmax(const Case& c, const std::vector<float>& q,
+                                   const std::vector<float>& k, const std::vector<float>& v) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.hd));
   std::vector<double> out(static_cast<size_t>(c.n_q * c.hd));
   for (int64_t r = 0; r < c.n_q; ++r) {
@@ -153,7 +174,8 @@ std::vector<double> double_softmax(const Case& c, const std::vector<float>& q, c
     double m = -INFINITY, total = 0;
     for (int64_t j = 0; j < c.n_keys; ++j) {
       double dot = 0;
-      for (int64_t d = 0; d < c.hd; ++d) dot += static_cast<double>(q[r * c.hd + d]) * k[j * c.hd + d];
+      for (int64_t d = 0; d < c.hd; ++d)
+        dot += static_cast<double>(q[r * c.hd + d]) * k[j * c.hd + d];
       s[j] = dot * scale;
       m = std::max(m, s[j]);
     }
@@ -192,7 +214,9 @@ std::vector<TileElem> elems(const Case& c) {
 // Fast folds against the reference. With bf16 tiles both round each softmax weight to
 // bf16, and a weight whose exp differs by an ulp between them can round the other way
 // (2^-8 relative): the bound allows that; the exact tests below pin the arithmetic.
-float tolerance(TileElem e) { return e == TileElem::bf16 ? 2e-3f : 1e-5f; }
+float tolerance(TileElem e) {
+  return e == TileElem::bf16 ? 2e-3f : 1e-5f;
+}
 
 void expect_matches_reference(void (*fold)(const FoldTile&), const char* name) {
   std::mt19937 rng(7);
@@ -205,8 +229,8 @@ void expect_matches_reference(void (*fold)(const FoldTile&), const char* name) {
         const std::vector<float> fast = run(fold, c, q, k, v, e, how);
         for (size_t i = 0; i < ref.size(); ++i) {
           ASSERT_NEAR(fast[i], ref[i], tolerance(e))
-              << name << " hd " << c.hd << " bs " << c.bs << " n_q " << c.n_q << " keys " << c.n_keys << " elem "
-              << int(e) << " blocks " << how.blocks << " element " << i;
+              << name << " hd " << c.hd << " bs " << c.bs << " n_q " << c.n_q << " keys "
+              << c.n_keys << " elem " << int(e) << " blocks " << how.blocks << " element " << i;
         }
       }
       // A row's result does not depend on the other rows of the call, bit for bit: the
@@ -217,13 +241,15 @@ void expect_matches_reference(void (*fold)(const FoldTile&), const char* name) {
         const std::vector<float> fast = run(fold, c, q, k, v, e, how);
         Case one = c;
         one.n_q = 1;
-        const int64_t step = c.n_q > 9 ? 7 : c.n_q - 1;  // some rows of big cases, the last of small
+        const int64_t step =
+            c.n_q > 9 ? 7 : c.n_q - 1;  // some rows of big cases, the last of small
         for (int64_t r = c.n_q - 1; r >= 0; r -= step) {
           const std::vector<float> q_row(q.begin() + r * c.hd, q.begin() + (r + 1) * c.hd);
           const std::vector<float> alone = run(fold, one, q_row, k, v, e, how);
           for (int64_t d = 0; d < c.hd; ++d) {
-            ASSERT_EQ(alone[d], fast[r * c.hd + d]) << name << " hd " << c.hd << " n_q " << c.n_q << " elem "
-                                                    << int(e) << " blocks " << how.blocks << " row " << r << " alone";
+            ASSERT_EQ(alone[d], fast[r * c.hd + d])
+                << name << " hd " << c.hd << " n_q " << c.n_q << " elem " << int(e) << " blocks "
+                << how.blocks << " row " << r << " alone";
           }
         }
       }
@@ -260,18 +286,22 @@ void expect_causal_matches_alone(void (*fold)(const FoldTile&), const char* name
         const std::vector<float> ref = run(reference_tile_kernels().fold, c, q, k, v, e, how);
         const std::vector<float> group = run(fold, c, q, k, v, e, how);
         for (size_t i = 0; i < ref.size(); ++i) {
-          ASSERT_NEAR(group[i], ref[i], tolerance(e)) << name << " causal n_q " << c.n_q << " elem " << int(e)
-                                                      << " blocks " << blocks << " element " << i;
+          ASSERT_NEAR(group[i], ref[i], tolerance(e))
+              << name << " causal n_q " << c.n_q << " elem " << int(e) << " blocks " << blocks
+              << " element " << i;
         }
         for (int64_t t = 0; t < n_tokens; ++t) {
           Case alone_case = c;
           alone_case.n_q = rpt;
           alone_case.n_keys = c.n_keys - n_tokens + 1 + t;
-          const std::vector<float> q_tok(q.begin() + t * rpt * c.hd, q.begin() + (t + 1) * rpt * c.hd);
-          const std::vector<float> alone = run(fold, alone_case, q_tok, k, v, e, Folding{blocks, false, 0});
+          const std::vector<float> q_tok(q.begin() + t * rpt * c.hd,
+                                         q.begin() + (t + 1) * rpt * c.hd);
+          const std::vector<float> alone =
+              run(fold, alone_case, q_tok, k, v, e, Folding{blocks, false, 0});
           for (int64_t i = 0; i < rpt * c.hd; ++i) {
             ASSERT_EQ(alone[static_cast<size_t>(i)], group[static_cast<size_t>(t * rpt * c.hd + i)])
-                << name << " causal n_q " << c.n_q << " elem " << int(e) << " blocks " << blocks << " token " << t;
+                << name << " causal n_q " << c.n_q << " elem " << int(e) << " blocks " << blocks
+                << " token " << t;
           }
         }
       }
@@ -292,17 +322,24 @@ void expect_bf16_exact(void (*fold)(const FoldTile&), const char* name) {
     Folding how;
   };
   const ExactCase cases[] = {
-      {{64, 16, 8, 200}, {1, true, 0}},   {{64, 16, 8, 200}, {kMaxFoldBlocks, false, 0}},
-      {{64, 16, 128, 40}, {kMaxFoldBlocks, true, 0}}, {{64, 16, 33, 71}, {3, true, 0}},
-      {{64, 32, 9, 70}, {kMaxFoldBlocks, false, 0}},  {{64, 16, 128, 100}, {kMaxFoldBlocks, false, 8}},
-      {{64, 16, 48, 71}, {kMaxFoldBlocks, false, 6}}, {{64, 16, 128, 16}, {1, false, 8}},
+      {{64, 16, 8, 200}, {1, true, 0}},
+      {{64, 16, 8, 200}, {kMaxFoldBlocks, false, 0}},
+      {{64, 16, 128, 40}, {kMaxFoldBlocks, true, 0}},
+      {{64, 16, 33, 71}, {3, true, 0}},
+      {{64, 32, 9, 70}, {kMaxFoldBlocks, false, 0}},
+      {{64, 16, 128, 100}, {kMaxFoldBlocks, false, 8}},
+      {{64, 16, 48, 71}, {kMaxFoldBlocks, false, 6}},
+      {{64, 16, 128, 16}, {1, false, 8}},
   };
   std::uniform_int_distribution<int> eighths(-16, 15);  // odd eighths: never 0
   for (const auto& [c, how] : cases) {
     const int64_t rpt = how.causal > 0 ? how.causal : c.n_q;
     const int64_t n_tokens = c.n_q / rpt;
-    auto visible = [&](int64_t r) { return how.causal > 0 ? c.n_keys - n_tokens + 1 + r / rpt : c.n_keys; };
-    std::vector<float> k = normals(rng, c.n_keys * c.hd, 1.0f), v(static_cast<size_t>(c.n_keys * c.hd));
+    auto visible = [&](int64_t r) {
+      return how.causal > 0 ? c.n_keys - n_tokens + 1 + r / rpt : c.n_keys;
+    };
+    std::vector<float> k = normals(rng, c.n_keys * c.hd, 1.0f),
+                       v(static_cast<size_t>(c.n_keys * c.hd));
     for (auto& x : k) x = bf16_to_fp32(fp32_to_bf16(x));
     for (auto& x : v) x = static_cast<float>(2 * eighths(rng) + 1) / 8.0f;
     // (1) uniform weights
@@ -314,7 +351,8 @@ void expect_bf16_exact(void (*fold)(const FoldTile&), const char* name) {
         for (int64_t j = 0; j < visible(r); ++j) total += v[static_cast<size_t>(j * c.hd + d)];
         const float want = static_cast<float>(total) / static_cast<float>(visible(r));
         ASSERT_EQ(mean[static_cast<size_t>(r * c.hd + d)], want)
-            << name << " uniform n_q " << c.n_q << " keys " << c.n_keys << " row " << r << " d " << d;
+            << name << " uniform n_q " << c.n_q << " keys " << c.n_keys << " row " << r << " d "
+            << d;
       }
     }
     // (2) one key per row
@@ -323,14 +361,17 @@ void expect_bf16_exact(void (*fold)(const FoldTile&), const char* name) {
     for (int64_t r = 0; r < c.n_q; ++r) {
       target[static_cast<size_t>(r)] = (r * 37 + 5) % visible(r);
       for (int64_t d = 0; d < c.hd; ++d) {
-        q[static_cast<size_t>(r * c.hd + d)] = 32.0f * k[static_cast<size_t>(target[static_cast<size_t>(r)] * c.hd + d)];
+        q[static_cast<size_t>(r * c.hd + d)] =
+            32.0f * k[static_cast<size_t>(target[static_cast<size_t>(r)] * c.hd + d)];
       }
     }
     const std::vector<float> picked = run(fold, c, q, k, v, TileElem::bf16, how);
     for (int64_t r = 0; r < c.n_q; ++r) {
       for (int64_t d = 0; d < c.hd; ++d) {
-        ASSERT_EQ(picked[static_cast<size_t>(r * c.hd + d)], v[static_cast<size_t>(target[static_cast<size_t>(r)] * c.hd + d)])
-            << name << " one key n_q " << c.n_q << " keys " << c.n_keys << " row " << r << " d " << d;
+        ASSERT_EQ(picked[static_cast<size_t>(r * c.hd + d)],
+                  v[static_cast<size_t>(target[static_cast<size_t>(r)] * c.hd + d)])
+            << name << " one key n_q " << c.n_q << " keys " << c.n_keys << " row " << r << " d "
+            << d;
       }
     }
   }
@@ -344,7 +385,8 @@ TEST(TileKernels, ReferenceBf16MatchesDoubleSoftmaxOfRoundedInputs) {
       for (auto& e : x) e = bf16_to_fp32(fp32_to_bf16(e));
       return x;
     };
-    const auto q = rounded(normals(rng, c.n_q * c.hd, 2.0f)), k = rounded(normals(rng, c.n_keys * c.hd, 1.0f)),
+    const auto q = rounded(normals(rng, c.n_q * c.hd, 2.0f)),
+               k = rounded(normals(rng, c.n_keys * c.hd, 1.0f)),
                v = rounded(normals(rng, c.n_keys * c.hd, 1.0f));
     const std::vector<float> out = run(reference_tile_kernels().fold, c, q, k, v, TileElem::bf16);
     const std::vector<double> want = double_softmax(c, q, k, v);
@@ -358,7 +400,8 @@ TEST(TileKernels, ReferenceBf16MatchesDoubleSoftmaxOfRoundedInputs) {
 TEST(TileKernels, Bf16ExactCases) {
   expect_bf16_exact(reference_tile_kernels().fold, "scalar");
   if (kernels::cpu_has_avx2_fma()) expect_bf16_exact(avx2::fold, "avx2");
-  if (kernels::cpu_kernel_isa() >= kernels::KernelIsa::avx512_vnni) expect_bf16_exact(avx512::fold, "avx512");
+  if (kernels::cpu_kernel_isa() >= kernels::KernelIsa::avx512_vnni)
+    expect_bf16_exact(avx512::fold, "avx512");
   if (kernels::cpu_has_avx512_bf16()) expect_bf16_exact(avx512bf16::fold, "avx512-bf16");
 }
 
@@ -381,7 +424,8 @@ TEST(TileKernels, Avx512MatchesReference) {
 }
 
 TEST(TileKernels, Avx512Bf16MatchesReference) {
-  if (!kernels::cpu_has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU (or STRATA_NO_AVX512*)";
+  if (!kernels::cpu_has_avx512_bf16())
+    GTEST_SKIP() << "no AVX512_BF16 on this CPU (or STRATA_NO_AVX512*)";
   expect_matches_reference(avx512bf16::fold, "avx512-bf16");
   expect_causal_matches_alone(avx512bf16::fold, "avx512-bf16");
 }

@@ -20,7 +20,8 @@ TEST(HugePageBuffer, IsZeroFilledAlignedAndWritable) {
   b.data()[0] = 1;
   b.data()[n - 1] = 2;
   HugePageBuffer moved(std::move(b));
-  EXPECT_EQ(b.data(), nullptr);  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+  EXPECT_EQ(b.data(),
+            nullptr);  // NOLINT(bugprone-use-after-move): the moved-from state is specified
   EXPECT_EQ(b.size(), 0u);
   EXPECT_EQ(moved.data()[0], 1);
   EXPECT_EQ(moved.data()[n - 1], 2);

@@ -28,7 +28,8 @@ TEST(PageKick, PageStartsInAHalfOpenRange) {
 // prefetches) cover every page after the first lead once, each issued while the loop is
 // between kPageLeadBytes and kPageLeadBytes + block before the page.
 TEST(PageKick, EveryPageOfAStreamOnceAtTheLead) {
-  for (uintptr_t block : {uintptr_t{18}, uintptr_t{210}, uintptr_t{288}, uintptr_t{544}, uintptr_t{5984}}) {
+  for (uintptr_t block :
+       {uintptr_t{18}, uintptr_t{210}, uintptr_t{288}, uintptr_t{544}, uintptr_t{5984}}) {
     const uintptr_t base = 0x10000 + 3 * block;  // not page-aligned
     const uintptr_t end = base + 64 * kPageBytes;
     std::vector<uintptr_t> kicked;
@@ -42,7 +43,8 @@ TEST(PageKick, EveryPageOfAStreamOnceAtTheLead) {
     ASSERT_FALSE(kicked.empty());
     std::sort(kicked.begin(), kicked.end());
     const uintptr_t first = (base + kPageLeadBytes + kPageBytes) & ~(kPageBytes - 1);
-    for (size_t i = 0; i < kicked.size(); ++i) EXPECT_EQ(kicked[i], first + i * kPageBytes) << block;
+    for (size_t i = 0; i < kicked.size(); ++i)
+      EXPECT_EQ(kicked[i], first + i * kPageBytes) << block;
     EXPECT_GE(kicked.back() + kPageBytes, end) << block;  // up to the stream's end
   }
 }

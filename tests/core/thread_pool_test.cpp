@@ -51,7 +51,8 @@ TEST(ThreadPool, StealingParallelForCoversTheRangeOnce) {
           ASSERT_LE(e - b, std::max<int64_t>(1, claim)) << "a call larger than the claim";
           for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
         });
-        for (auto& h : hits) ASSERT_EQ(h.load(), 1) << n << " items, claim " << claim << ", threads " << threads;
+        for (auto& h : hits)
+          ASSERT_EQ(h.load(), 1) << n << " items, claim " << claim << ", threads " << threads;
       }
     }
   }
@@ -63,7 +64,8 @@ TEST(ThreadPool, StealingStartHookSeesEachInitialRangeFirst) {
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
     const int64_t n = 1000;
-    std::vector<int64_t> begins(static_cast<size_t>(threads), -1), ends(static_cast<size_t>(threads), -1);
+    std::vector<int64_t> begins(static_cast<size_t>(threads), -1),
+        ends(static_cast<size_t>(threads), -1);
     std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
     std::atomic<int> claims_before_start{0};
     std::mutex m;
@@ -142,7 +144,8 @@ TEST(ThreadPool, ManySmallJobsInARowEachRunOncePerThread) {
   }
   for (int j = 0; j < kJobs; ++j) {
     for (int t = 0; t < kThreads; ++t) {
-      ASSERT_EQ(seen[static_cast<size_t>(j * kThreads + t)], j + 1) << "job " << j << " thread " << t;
+      ASSERT_EQ(seen[static_cast<size_t>(j * kThreads + t)], j + 1)
+          << "job " << j << " thread " << t;
     }
   }
 }

@@ -44,9 +44,10 @@ TEST(HeadMap, ScoresCutAtTheRetrievalRatio) {
 TEST(HeadMap, RejectsBadMaps) {
   HeadMapOptions o;
   o.retrieval_ratio = 0.5;
-  for (const char* bad : {"not json", "[]", "{}", R"({"modes": [["full"]]})", R"({"modes": [["full", "half"]]})",
-                          R"({"scores": [["a", 1]]})", R"({"window": 0, "modes": [["full", "full"]]})",
-                          R"({"sink": -1, "modes": [["full", "full"]]})"}) {
+  for (const char* bad :
+       {"not json", "[]", "{}", R"({"modes": [["full"]]})", R"({"modes": [["full", "half"]]})",
+        R"({"scores": [["a", 1]]})", R"({"window": 0, "modes": [["full", "full"]]})",
+        R"({"sink": -1, "modes": [["full", "full"]]})"}) {
     EXPECT_THROW(parse_head_map(bad, o, 1, 2), Error) << bad;
   }
   EXPECT_THROW(parse_head_map(R"({"scores": [[1, 2]]})", {}, 1, 2), Error);  // no ratio
@@ -69,7 +70,8 @@ TEST(HeadMap, RatioWithoutAMapKeepsTheFirstHeadsOfEachLayer) {
 TEST(HeadMap, JsonRoundTrip) {
   HeadMapOptions o;
   o.retrieval_ratio = 0.5;
-  const HeadModes m = parse_head_map(R"({"sink": 1, "window": 9, "scores": [[3, 1], [2, 4]]})", o, 2, 2);
+  const HeadModes m =
+      parse_head_map(R"({"sink": 1, "window": 9, "scores": [[3, 1], [2, 4]]})", o, 2, 2);
   const HeadModes again = parse_head_map(head_map_json(m, {{3, 1}, {2, 4}}), {}, 2, 2);
   EXPECT_EQ(again.streaming, m.streaming);
   EXPECT_EQ(again.sink, 1);

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "support/tiny_models.h"
 #include "model/model.h"
-#include "support/engine_runs.h"
 #include "sample/sampler.h"
+#include "support/engine_runs.h"
 #include "support/paths.h"
 #include "support/process.h"
+#include "support/tiny_models.h"
 #include "tokenizer/tokenizer.h"
 
 namespace strata {
@@ -84,7 +84,8 @@ TEST(AidreamsGolden, CliRunPrintsExactlyTheGreedyText) {
 TEST(AidreamsGolden, CliTokensFlagPrintsIds) {
   const auto& c = aidreams_ref()["cases"][0];
   const std::string cmd = testing::strata_bin() + " run -m '" + aidreams_gguf() + "' -p '" +
-                          c["prompt_text"].get<std::string>() + "' --temp 0 -n 10 --tokens 2>/dev/null";
+                          c["prompt_text"].get<std::string>() +
+                          "' --temp 0 -n 10 --tokens 2>/dev/null";
   const auto r = testing::run_command(cmd);
   ASSERT_EQ(r.exit_code, 0);
   std::string want;
@@ -96,8 +97,8 @@ TEST(AidreamsGolden, CliTokensFlagPrintsIds) {
 
 TEST(AidreamsGolden, Q8_0QuantizedKeepsFirst40GreedyTokens) {
   const std::string q8 = testing::scratch_dir() + "/aidreams260K.q8_0.gguf";
-  const auto r = testing::run_command(testing::strata_bin() + " quantize '" + aidreams_gguf() + "' '" +
-                                      q8 + "' --type q8_0 2>&1");
+  const auto r = testing::run_command(testing::strata_bin() + " quantize '" + aidreams_gguf() +
+                                      "' '" + q8 + "' --type q8_0 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto model = Model::load(q8);
   // Every layer matrix whose rows divide into 32-element blocks is Q8_0 (ffn_down's
@@ -114,7 +115,8 @@ TEST(AidreamsGolden, Q8_0QuantizedKeepsFirst40GreedyTokens) {
   ThreadPool pool(2);
   EngineCore engine(*model, pool, testing::one_request_config());
   for (const auto& c : aidreams_ref()["cases"]) {
-    const auto got = testing::greedy_tokens(engine, c["prompt_tokens"].get<std::vector<int32_t>>(), 40);
+    const auto got =
+        testing::greedy_tokens(engine, c["prompt_tokens"].get<std::vector<int32_t>>(), 40);
     const auto want = c["greedy_tokens"].get<std::vector<int32_t>>();
     EXPECT_EQ(got, std::vector<int32_t>(want.begin(), want.begin() + 40)) << c["prompt_text"];
   }

@@ -4,10 +4,10 @@
 
 #include <cmath>
 
-#include "support/tiny_models.h"
 #include "kv/block_pool.h"
 #include "model/model.h"
 #include "sample/sampler.h"
+#include "support/tiny_models.h"
 
 namespace strata {
 namespace {
@@ -57,9 +57,11 @@ void check_model(const std::string& path, int threads, DType kv_type = DType::F3
   auto model = Model::load(path);
   ThreadPool pool(threads);
   const std::vector<std::vector<int32_t>> prompts = {
-      {1}, {1, 303, 281, 269, 435, 447, 328}, {1, 429, 489, 430, 315, 374, 351, 308, 305, 434},
-      {1, 303, 281, 269, 435, 447, 328, 446, 299, 303, 266, 358, 430, 312, 379, 441, 260, 446,
-       262, 421}};
+      {1},
+      {1, 303, 281, 269, 435, 447, 328},
+      {1, 429, 489, 430, 315, 374, 351, 308, 305, 434},
+      {1,   303, 281, 269, 435, 447, 328, 446, 299, 303,
+       266, 358, 430, 312, 379, 441, 260, 446, 262, 421}};
   const int steps = 12;
   std::vector<Seq> batched(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) batched[i].tokens = prompts[i];
@@ -83,11 +85,19 @@ void check_model(const std::string& path, int threads, DType kv_type = DType::F3
   }
 }
 
-TEST(BatchInvariance, AidreamsOneBatchEqualsOneAtATime) { check_model(testing::aidreams_gguf(), 2); }
-TEST(BatchInvariance, GqaOneBatchEqualsOneAtATime) { check_model(testing::gqa_gguf(), 2); }
-TEST(BatchInvariance, GqaWithOneThread) { check_model(testing::gqa_gguf(), 1); }
+TEST(BatchInvariance, AidreamsOneBatchEqualsOneAtATime) {
+  check_model(testing::aidreams_gguf(), 2);
+}
+TEST(BatchInvariance, GqaOneBatchEqualsOneAtATime) {
+  check_model(testing::gqa_gguf(), 2);
+}
+TEST(BatchInvariance, GqaWithOneThread) {
+  check_model(testing::gqa_gguf(), 1);
+}
 // bf16 attention (bf16 dot products where the CPU has them) is batch-invariant too.
-TEST(BatchInvariance, GqaWithBf16Cache) { check_model(testing::gqa_gguf(), 2, DType::BF16); }
+TEST(BatchInvariance, GqaWithBf16Cache) {
+  check_model(testing::gqa_gguf(), 2, DType::BF16);
+}
 
 }  // namespace
 }  // namespace strata

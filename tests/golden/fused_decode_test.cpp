@@ -37,12 +37,14 @@ std::vector<std::vector<float>> decode(Model& model, int threads, const DecodeSe
   RequestOptions greedy;
   greedy.sampling.temperature = 0.0f;
   greedy.prompt_logits = 12;
-  Request r(1, {1, 303, 281, 269, 435, 447, 328, 446, 299, 303, 266, 358}, greedy, model.config().n_vocab);
+  Request r(1, {1, 303, 281, 269, 435, 447, 328, 446, 299, 303, 266, 358}, greedy,
+            model.config().n_vocab);
   std::vector<std::vector<float>> out;
   for (int step = 0; step <= steps; ++step) {
     SchedulerOutput p;
     p.scheduled.push_back({&r, static_cast<int32_t>(r.n_pending())});
-    if (!kv.allocate(r.kv, static_cast<int64_t>(r.tokens.size()))) throw Error("test: KV cache full");
+    if (!kv.allocate(r.kv, static_cast<int64_t>(r.tokens.size())))
+      throw Error("test: KV cache full");
     const RunnerOutput& o = runner.execute(p);
     out.emplace_back(o.logits.begin(), o.logits.end());  // every prompt row, then one per step
     r.n_computed = static_cast<int64_t>(r.tokens.size());
@@ -95,8 +97,9 @@ TEST(FusedDecode, GqaWithStreamingHeadsSameBitsOnAnyThreadCount) {
 // Q8_0 and Q4_0 weights, repacked at load where the CPU has the interleaved kernels.
 std::unique_ptr<Model> quantized_aidreams(const char* type) {
   const std::string out = testing::scratch_dir() + "/aidreams260K.fused." + type + ".gguf";
-  const auto r = testing::run_command(testing::strata_bin() + " quantize '" + testing::aidreams_gguf() + "' '" +
-                                      out + "' --type " + type + " 2>&1");
+  const auto r =
+      testing::run_command(testing::strata_bin() + " quantize '" + testing::aidreams_gguf() +
+                           "' '" + out + "' --type " + type + " 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   return Model::load(out);
 }

@@ -4,10 +4,10 @@
 
 #include <cmath>
 
-#include "support/tiny_models.h"
 #include "model/model.h"
-#include "support/engine_runs.h"
 #include "sample/sampler.h"
+#include "support/engine_runs.h"
+#include "support/tiny_models.h"
 
 namespace strata {
 namespace {

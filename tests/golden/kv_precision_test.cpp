@@ -11,8 +11,8 @@
 #include <cstdio>
 
 #include "model/model.h"
-#include "support/engine_runs.h"
 #include "sample/sampler.h"
+#include "support/engine_runs.h"
 #include "support/paths.h"
 #include "support/process.h"
 #include "support/tiny_models.h"

@@ -334,7 +334,8 @@ TEST(ApiContext, ServeCapsTheContextAndSaysSo) {
   EXPECT_EQ(m["data"][0]["max_model_len"], 64);
   std::vector<int32_t> long_prompt(65, 300);
   long_prompt[0] = 1;
-  const auto r = http_post(server.port(), "/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 1}});
+  const auto r =
+      http_post(server.port(), "/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 1}});
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_NE(r.body.find("64"), std::string::npos) << r.body;
   // A prompt that fits generates up to the limit and ends with "length".

@@ -1,8 +1,10 @@
 // The internal interleaved layouts (Q4_0_X16 and Q8_0_X16 weights, Q8_0_X16A
-// activations; Q6_K_X16 weights, Q8_K_X16A activations): repacking is a lossless byte move, the activation layout is the same
-// whichever level converts it, the scalar models agree with the file layouts' kernels up
-// to float rounding, and the AVX2 and AVX-512 kernels agree with the scalar models bit for
-// bit for every tile shape.
+// activations; Q6_K_X16 weights, Q8_K_X16A activations): repacking is a lossless byte move, the
+// activation layout is the same whichever level converts it, the scalar models agree with the file
+// layouts' kernels up to float rounding, and the AVX2 and AVX-512 kernels agree with the scalar
+// models bit for bit for every tile shape.
+#include "kernels/quant/interleaved.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +14,6 @@
 #include "core/error.h"
 #include "kernel_test_util.h"
 #include "kernels/quant/blocks.h"
-#include "kernels/quant/interleaved.h"
 #include "kernels/quant/traits.h"
 
 namespace strata::kernels {
@@ -39,17 +40,19 @@ uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
   return reinterpret_cast<uint16_t*>(row) + i;
 }
 
-std::vector<uint8_t> repacked(const Pair& p, const std::vector<uint8_t>& w, int64_t rows, int64_t cols) {
+std::vector<uint8_t> repacked(const Pair& p, const std::vector<uint8_t>& w, int64_t rows,
+                              int64_t cols) {
   std::vector<uint8_t> out = w;
   repack_weight_rows(p.file, p.x16, out.data(), rows, cols);
   return out;
 }
 
-std::vector<uint8_t> activations(DType t, const std::vector<float>& x, int64_t n_tokens, int64_t cols,
-                                 const TypeTraits& traits) {
+std::vector<uint8_t> activations(DType t, const std::vector<float>& x, int64_t n_tokens,
+                                 int64_t cols, const TypeTraits& traits) {
   const int64_t bytes = row_bytes(t, cols);
   std::vector<uint8_t> a(static_cast<size_t>(bytes * n_tokens));
-  for (int64_t i = 0; i < n_tokens; ++i) traits.from_float(x.data() + i * cols, a.data() + i * bytes, cols);
+  for (int64_t i = 0; i < n_tokens; ++i)
+    traits.from_float(x.data() + i * cols, a.data() + i * bytes, cols);
   return a;
 }
 
@@ -61,7 +64,8 @@ TEST(Interleaved, LayoutsHaveTheSizeOfWhatTheyReplace) {
   EXPECT_EQ(row_bytes(DType::Q6_K_X16, 2048), row_bytes(DType::Q6_K, 2048));
   EXPECT_EQ(dtype_info(DType::Q8_K_X16A).type_size, sizeof(BlockQ8_Kx16A));
   // Internal ids are not file types: a GGUF naming them is rejected by the reader.
-  for (DType t : {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16, DType::Q8_K_X16A}) {
+  for (DType t :
+       {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16, DType::Q8_K_X16A}) {
     EXPECT_FALSE(dtype_info(static_cast<uint32_t>(t)).has_value());
     EXPECT_FALSE(dtype_from_name(dtype_name(t)).has_value());
   }
@@ -118,7 +122,8 @@ TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {
     x[static_cast<size_t>(128 + i)] = 1e7f * static_cast<float>(i - 16);
   }
   x[160] = INFINITY;
-  const auto ref = activations(DType::Q8_0_X16A, x, 1, cols, reference_type_traits(DType::Q8_0_X16A));
+  const auto ref =
+      activations(DType::Q8_0_X16A, x, 1, cols, reference_type_traits(DType::Q8_0_X16A));
   const auto fast = activations(DType::Q8_0_X16A, x, 1, cols, type_traits(DType::Q8_0_X16A));
   EXPECT_EQ(ref, fast);
   // Dequantized, it is exactly the Q8_0 activation row.
@@ -129,7 +134,8 @@ TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
 
   // Q8_K_X16A likewise holds the Q8_K row, with each sub-block's bias = -32 * its sum.
-  const auto k_ref = activations(DType::Q8_K_X16A, x, 1, cols, reference_type_traits(DType::Q8_K_X16A));
+  const auto k_ref =
+      activations(DType::Q8_K_X16A, x, 1, cols, reference_type_traits(DType::Q8_K_X16A));
   EXPECT_EQ(k_ref, activations(DType::Q8_K_X16A, x, 1, cols, type_traits(DType::Q8_K_X16A)));
   const auto q8k = activations(DType::Q8_K, x, 1, cols, reference_type_traits(DType::Q8_K));
   reference_type_traits(DType::Q8_K).to_float(q8k.data(), a.data(), cols);
@@ -179,7 +185,8 @@ void expect_level_matches_scalar_models(KernelIsa isa) {
             *row_scale(p, w.data() + 3 * wb, 1) = 0x7c00;
           }
           const auto x = test::normal_floats(rng, n_tokens * cols, 3.0f);
-          const auto a = activations(p.x16_act, x, n_tokens, cols, reference_type_traits(p.x16_act));
+          const auto a =
+              activations(p.x16_act, x, n_tokens, cols, reference_type_traits(p.x16_act));
           const int64_t ab = row_bytes(p.x16_act, cols);
           std::vector<float> y(static_cast<size_t>(rows * n_tokens));
           fast.gemm(cols, w.data(), wb, rows, a.data(), ab, n_tokens, y.data(), rows);
@@ -187,9 +194,11 @@ void expect_level_matches_scalar_models(KernelIsa isa) {
             for (int64_t r = 0; r < rows; ++r) {
               const float want = ref.vec_dot(cols, w.data() + r * wb, a.data() + t * ab);
               EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
-                  << kernel_isa_name(isa) << " " << dtype_name(p.x16) << " cols " << cols << " rows " << rows << " tokens " << n_tokens << " at ("
-                  << r << ", " << t << "): " << y[static_cast<size_t>(t * rows + r)] << " vs " << want;
-              EXPECT_TRUE(same_float(fast.vec_dot(cols, w.data() + r * wb, a.data() + t * ab), want));
+                  << kernel_isa_name(isa) << " " << dtype_name(p.x16) << " cols " << cols
+                  << " rows " << rows << " tokens " << n_tokens << " at (" << r << ", " << t
+                  << "): " << y[static_cast<size_t>(t * rows + r)] << " vs " << want;
+              EXPECT_TRUE(
+                  same_float(fast.vec_dot(cols, w.data() + r * wb, a.data() + t * ab), want));
             }
           }
         }

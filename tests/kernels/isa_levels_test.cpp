@@ -1,7 +1,7 @@
 // The kernel tables of different instruction-set levels against each other: the AVX-512
-// VNNI Q8_0/Q4_0, Q4_K/Q6_K and F32/F16/BF16 kernels must give the AVX2 kernels' results bit for bit (their reduction
-// order is the same by construction, see legacy_avx512.cpp), so the level a machine picks
-// never changes a model's output.
+// VNNI Q8_0/Q4_0, Q4_K/Q6_K and F32/F16/BF16 kernels must give the AVX2 kernels' results bit for
+// bit (their reduction order is the same by construction, see legacy_avx512.cpp), so the level a
+// machine picks never changes a model's output.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -82,7 +82,8 @@ TEST(KernelIsa, Avx512VnniMatchesAvx2BitForBit) {
   for (DType t : {DType::Q4_K, DType::Q6_K}) {
     for (int64_t cols : {256, 512, 2304}) {
       for (int64_t rows : {1, 3, 4}) {
-        for (int64_t tokens : {1, 2, 3, 4, 5, 9}) expect_levels_agree(t, rows, cols, tokens, rng, false);
+        for (int64_t tokens : {1, 2, 3, 4, 5, 9})
+          expect_levels_agree(t, rows, cols, tokens, rng, false);
       }
       expect_levels_agree(t, 5, cols, 6, rng, true);
     }
@@ -91,7 +92,8 @@ TEST(KernelIsa, Avx512VnniMatchesAvx2BitForBit) {
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     for (int64_t cols : {5, 32, 45, 100, 2053}) {
       for (int64_t rows : {1, 3, 4}) {
-        for (int64_t tokens : {1, 2, 3, 4, 5, 9}) expect_levels_agree(t, rows, cols, tokens, rng, false);
+        for (int64_t tokens : {1, 2, 3, 4, 5, 9})
+          expect_levels_agree(t, rows, cols, tokens, rng, false);
       }
       expect_levels_agree(t, 5, cols, 6, rng, true);
     }

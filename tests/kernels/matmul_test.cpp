@@ -108,7 +108,8 @@ TEST(Matmul, SharedInputMatchesSeparateCalls) {
     int64_t rows;
     std::vector<uint8_t> w;
   };
-  std::vector<Matrix> ms = {{DType::Q4_0, 37, {}}, {DType::Q8_0, 6, {}}, {DType::F16, 9, {}}, {DType::Q4_0, 16, {}}};
+  std::vector<Matrix> ms = {
+      {DType::Q4_0, 37, {}}, {DType::Q8_0, 6, {}}, {DType::F16, 9, {}}, {DType::Q4_0, 16, {}}};
   for (auto& m : ms) m.w = test::random_weights(m.type, m.rows, cols, rng);
   // The Q8_0 one and the last Q4_0 one in the layouts a model repacks them into on
   // AVX-512 machines (their activation type differs from the file types').
@@ -127,12 +128,15 @@ TEST(Matmul, SharedInputMatchesSeparateCalls) {
       for (auto& m : ms) {
         separate.emplace_back(static_cast<size_t>(m.rows * n_tokens));
         shared.emplace_back(static_cast<size_t>(m.rows * n_tokens), -1.0f);
-        matmul(m.type, m.w.data(), m.rows, cols, x.data(), n_tokens, separate.back().data(), *pool, scratch);
+        matmul(m.type, m.w.data(), m.rows, cols, x.data(), n_tokens, separate.back().data(), *pool,
+               scratch);
       }
-      for (size_t i = 0; i < ms.size(); ++i) jobs.push_back({ms[i].type, ms[i].w.data(), ms[i].rows, shared[i].data()});
+      for (size_t i = 0; i < ms.size(); ++i)
+        jobs.push_back({ms[i].type, ms[i].w.data(), ms[i].rows, shared[i].data()});
       matmul_shared_input(jobs, cols, x.data(), n_tokens, *pool, scratch);
       for (size_t i = 0; i < ms.size(); ++i) {
-        EXPECT_EQ(separate[i], shared[i]) << "matrix " << i << ", " << n_tokens << " tokens, " << pool->size() << " threads";
+        EXPECT_EQ(separate[i], shared[i])
+            << "matrix " << i << ", " << n_tokens << " tokens, " << pool->size() << " threads";
       }
     }
   }

@@ -43,7 +43,8 @@ TEST(Ops, Avx2SwigluMatchesReference) {
       avx2::swiglu(got.data(), u.data(), n);
       for (int64_t i = 0; i < n; ++i) {
         const auto k = static_cast<size_t>(i);
-        ASSERT_NEAR(got[k], want[k], 4e-7f * std::fabs(want[k]) + 1e-30f) << "g " << g[k] << " u " << u[k];
+        ASSERT_NEAR(got[k], want[k], 4e-7f * std::fabs(want[k]) + 1e-30f)
+            << "g " << g[k] << " u " << u[k];
       }
     }
   }
@@ -53,7 +54,8 @@ TEST(Ops, Avx2SwigluMatchesReference) {
 // every length (full vectors and masked tails), including g beyond the exp clamp, zeros
 // of both signs and infinities.
 TEST(Ops, Avx512SwigluMatchesAvx2BitForBit) {
-  if (cpu_kernel_isa() < KernelIsa::avx512_vnni) GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or STRATA_NO_AVX512)";
+  if (cpu_kernel_isa() < KernelIsa::avx512_vnni)
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or STRATA_NO_AVX512)";
   Rng rng(6);
   for (const int64_t n : {1, 7, 15, 16, 17, 31, 5632}) {
     for (const float spread : {1.0f, 8.0f, 120.0f}) {
@@ -61,12 +63,14 @@ TEST(Ops, Avx512SwigluMatchesAvx2BitForBit) {
       for (auto& x : g) x = rng.uniform(-spread, spread);
       for (auto& x : u) x = rng.uniform(-2.0f, 2.0f);
       const float specials[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 88.0f, -88.0f, INFINITY, -INFINITY};
-      for (size_t k = 0; k < std::size(specials) && k < g.size(); ++k) g[k * 3 % g.size()] = specials[k];
+      for (size_t k = 0; k < std::size(specials) && k < g.size(); ++k)
+        g[k * 3 % g.size()] = specials[k];
       std::vector<float> want = g, got = g;
       avx2::swiglu(want.data(), u.data(), n);
       avx512::swiglu(got.data(), u.data(), n);
       for (size_t k = 0; k < got.size(); ++k) {
-        ASSERT_EQ(std::memcmp(&got[k], &want[k], sizeof(float)), 0) << "g " << g[k] << " u " << u[k] << " n " << n;
+        ASSERT_EQ(std::memcmp(&got[k], &want[k], sizeof(float)), 0)
+            << "g " << g[k] << " u " << u[k] << " n " << n;
       }
     }
   }
@@ -80,7 +84,8 @@ TEST(Ops, Avx2RmsnormMatchesReferenceAndMayAlias) {
     std::vector<float> want(static_cast<size_t>(n)), got(want.size());
     ref::rmsnorm(x.data(), w.data(), want.data(), n, 1e-5f);
     avx2::rmsnorm(x.data(), w.data(), got.data(), n, 1e-5f);
-    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-6f * std::fabs(want[i]) + 1e-30f);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-6f * std::fabs(want[i]) + 1e-30f);
     std::vector<float> in_place = x;
     avx2::rmsnorm(in_place.data(), w.data(), in_place.data(), n, 1e-5f);
     EXPECT_EQ(in_place, got);

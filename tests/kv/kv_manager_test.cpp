@@ -17,7 +17,9 @@ std::vector<int32_t> iota_tokens(int32_t n, int32_t start = 100) {
   return v;
 }
 
-KvManager make(int32_t blocks, bool cache = true) { return KvManager({blocks, 4, cache, 42}); }
+KvManager make(int32_t blocks, bool cache = true) {
+  return KvManager({blocks, 4, cache, 42});
+}
 
 TEST(KvManager, AllocatesLowestIdsAndFailsWithoutPartialAllocation) {
   auto kv = make(4);

@@ -22,8 +22,9 @@ std::vector<int32_t> iota_tokens(int n, int first = 100) {
 std::vector<BlockKey> keys_of(const std::vector<int32_t>& tokens) {
   std::vector<BlockKey> keys;
   for (size_t i = 0; i + 4 <= tokens.size(); i += 4) {
-    keys.push_back(chain_block_key(keys.empty() ? std::nullopt : std::optional<BlockKey>(keys.back()),
-                                   std::span<const int32_t>(tokens).subspan(i, 4), "", 1));
+    keys.push_back(
+        chain_block_key(keys.empty() ? std::nullopt : std::optional<BlockKey>(keys.back()),
+                        std::span<const int32_t>(tokens).subspan(i, 4), "", 1));
   }
   return keys;
 }
@@ -41,7 +42,8 @@ TEST(BlockPool, CachedBlocksAreRevivedOrEvictedLeastRecentFirst) {
   EXPECT_EQ(pool.n_free(), 1);
   EXPECT_EQ(pool.n_available(), 3);
   EXPECT_EQ(pool.find(keys[0], std::span<const int32_t>(t).subspan(0, 4)), a);
-  EXPECT_EQ(pool.find(keys[0], std::span<const int32_t>(t).subspan(4, 4)), -1);  // same key, other tokens
+  EXPECT_EQ(pool.find(keys[0], std::span<const int32_t>(t).subspan(4, 4)),
+            -1);                   // same key, other tokens
   EXPECT_EQ(*pool.allocate(), 2);  // the empty block before any cached one
   EXPECT_EQ(*pool.allocate(), b);  // then the least recently cached
   EXPECT_EQ(pool.evictions(), 1);

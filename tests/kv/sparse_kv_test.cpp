@@ -79,7 +79,8 @@ TEST(SparseKv, PrefixHitNeedsSinksAndWindowCached) {
   SequenceKv c;
   ASSERT_TRUE(kv2.allocate(c, 41));
   // Decoding to 41 released blocks 1..7 into the cache as they left the window.
-  for (int n = 1; n <= 41; ++n) kv2.commit(c, std::span<const int32_t>(tokens.data(), static_cast<size_t>(n)));
+  for (int n = 1; n <= 41; ++n)
+    kv2.commit(c, std::span<const int32_t>(tokens.data(), static_cast<size_t>(n)));
   EXPECT_EQ(kv2.stream_usage().cached, 7);
   kv2.free(c);
   SequenceKv d;

@@ -13,7 +13,8 @@ namespace strata {
 namespace {
 
 std::unique_ptr<Model> induction_model() {
-  return Model::from_file(gguf::GgufFile::from_buffer(build_induction_model({}).write_to_buffer(), "induction.gguf"));
+  return Model::from_file(
+      gguf::GgufFile::from_buffer(build_induction_model({}).write_to_buffer(), "induction.gguf"));
 }
 
 ThreadPool& pool() {
@@ -28,7 +29,8 @@ HeadModes modes_with(const Model& m, const NeedleTask& task, bool retrieval_stre
   h.sink = 4;
   h.window = 64;
   h.streaming.assign(static_cast<size_t>(h.n_layers * h.n_kv_heads), 1);
-  for (int64_t r : task.retrieval_heads) h.streaming[static_cast<size_t>(r)] = retrieval_streaming ? 1 : 0;
+  for (int64_t r : task.retrieval_heads)
+    h.streaming[static_cast<size_t>(r)] = retrieval_streaming ? 1 : 0;
   return h;
 }
 
@@ -73,11 +75,13 @@ TEST(SparseNeedle, HeadScoreRanksTheRetrievalHeadFirst) {
   const HeadScores s = score_heads(*model, synthetic_calibration(*model, 600, 3, 5), o, pool(), {});
   const int64_t n_kv = model->config().n_kv_heads;
   const int64_t best = task.retrieval_heads.front();
-  const double best_score = s.kl[static_cast<size_t>(best / n_kv)][static_cast<size_t>(best % n_kv)];
+  const double best_score =
+      s.kl[static_cast<size_t>(best / n_kv)][static_cast<size_t>(best % n_kv)];
   for (int64_t l = 0; l < model->config().n_layers; ++l) {
     for (int64_t h = 0; h < n_kv; ++h) {
       if (l * n_kv + h == best) continue;
-      EXPECT_LT(s.kl[static_cast<size_t>(l)][static_cast<size_t>(h)], best_score) << "layer " << l << " head " << h;
+      EXPECT_LT(s.kl[static_cast<size_t>(l)][static_cast<size_t>(h)], best_score)
+          << "layer " << l << " head " << h;
     }
   }
   EXPECT_GT(best_score, 0.1);

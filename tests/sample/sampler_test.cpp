@@ -8,7 +8,9 @@
 namespace strata {
 namespace {
 
-std::vector<float> logits_of(std::initializer_list<float> v) { return std::vector<float>(v); }
+std::vector<float> logits_of(std::initializer_list<float> v) {
+  return std::vector<float>(v);
+}
 
 TEST(Sampler, GreedyPicksArgmaxLowestIndexOnTies) {
   SamplingParams p;

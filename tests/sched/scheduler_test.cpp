@@ -10,9 +10,12 @@ namespace {
 
 class SchedulerTest : public ::testing::Test {
  protected:
-  void SetUp() override { kv_ = std::make_unique<KvManager>(KvManagerConfig{64, 4, false, 0, 0, 0, 0}); }
+  void SetUp() override {
+    kv_ = std::make_unique<KvManager>(KvManagerConfig{64, 4, false, 0, 0, 0, 0});
+  }
 
-  Scheduler make(int32_t max_seqs, int64_t budget, int64_t chunk, SchedulePolicy p = SchedulePolicy::kFcfs) {
+  Scheduler make(int32_t max_seqs, int64_t budget, int64_t chunk,
+                 SchedulePolicy p = SchedulePolicy::kFcfs) {
     return Scheduler({max_seqs, budget, chunk, p}, *kv_);
   }
 
@@ -20,7 +23,8 @@ class SchedulerTest : public ::testing::Test {
     RequestOptions o;
     o.priority = priority;
     o.stop.max_tokens = 1000;
-    s.add(std::make_unique<Request>(id, std::vector<int32_t>(static_cast<size_t>(prompt_len), 7), o, 16));
+    s.add(std::make_unique<Request>(id, std::vector<int32_t>(static_cast<size_t>(prompt_len), 7), o,
+                                    16));
   }
 
   // Runs a step through the real transition (Scheduler::update_from_output), as if the
@@ -30,7 +34,8 @@ class SchedulerTest : public ::testing::Test {
     RunnerOutput result;
     for (const auto& e : out.scheduled) {
       ran[e.request->id] = e.n_tokens;
-      const bool last = e.request->n_computed + e.n_tokens == static_cast<int64_t>(e.request->tokens.size());
+      const bool last =
+          e.request->n_computed + e.n_tokens == static_cast<int64_t>(e.request->tokens.size());
       result.sampled.push_back(last ? 9 : -1);
     }
     result.logprobs.resize(result.sampled.size());

@@ -52,7 +52,8 @@ class UpdateFromOutput : public ::testing::Test {
       if (with_prompt_rows && !q.started()) {
         rows.first_row = static_cast<int32_t>(logits_.size() / kVocab);
         rows.n_rows = q.options.prompt_logits;
-        for (int32_t i = 0; i < rows.n_rows; ++i) logits_.insert(logits_.end(), kVocab, static_cast<float>(rows.first_row + i));
+        for (int32_t i = 0; i < rows.n_rows; ++i)
+          logits_.insert(logits_.end(), kVocab, static_cast<float>(rows.first_row + i));
       }
       r.prompt_rows.push_back(rows);
     }
@@ -128,7 +129,7 @@ TEST_F(UpdateFromOutput, RequestStopIdsMinTokensAndIgnoreEos) {
   EXPECT_FALSE(out[1].finished());
   out = step(kEos);
   EXPECT_EQ(out[0].finish, FinishReason::kStop);  // b: min_tokens reached
-  EXPECT_FALSE(out[1].finished());                 // c ignores EOS
+  EXPECT_FALSE(out[1].finished());                // c ignores EOS
   EXPECT_EQ(sched_->find(a), nullptr);
   EXPECT_EQ(sched_->find(b), nullptr);
   EXPECT_NE(sched_->find(c), nullptr);
@@ -151,7 +152,7 @@ TEST_F(UpdateFromOutput, CommitsFullBlocksToThePrefixCache) {
   add(9, o);  // blocks [10..13] [14..17] and a partial one
   step(3);
   EXPECT_EQ(kv_->usage().cached, 2);  // the finished request's full blocks stay cached
-  add(9, o);  // same prompt: both full blocks hit
+  add(9, o);                          // same prompt: both full blocks hit
   const auto out = step(3);
   EXPECT_EQ(out[0].n_cached_prompt, 8);
 }

@@ -37,7 +37,8 @@ TEST(EngineCore, AbortDuringPrefillAndDecodeFreesEverything) {
   auto model = Model::load(testing::aidreams_gguf());
   ThreadPool pool(2);
   EngineCore engine(*model, pool, roomy());
-  const RequestId a = engine.add_request(prompt_of(60), greedy(20));  // 8-token chunks: prefilling for a while
+  const RequestId a =
+      engine.add_request(prompt_of(60), greedy(20));  // 8-token chunks: prefilling for a while
   const RequestId b = engine.add_request(prompt_of(5, 1), greedy(50));
   engine.step();
   engine.step();
@@ -49,7 +50,7 @@ TEST(EngineCore, AbortDuringPrefillAndDecodeFreesEverything) {
   }
   EXPECT_TRUE(a_aborted);
   for (int i = 0; i < 5; ++i) engine.step();  // b decodes
-  ASSERT_TRUE(engine.abort(b));  // mid-decode
+  ASSERT_TRUE(engine.abort(b));               // mid-decode
   bool b_aborted = false;
   for (const auto& o : engine.step()) {
     if (o.id == b) b_aborted = o.finish == FinishReason::kAbort;
@@ -69,8 +70,9 @@ TEST(EngineCore, CacheSaltIsolatesIdenticalPrompts) {
     return generate(engine, nullptr, {{"x", prompt_of(70), o}})[0];
   };
   EXPECT_EQ(run_one("alice").n_cached_prompt, 0);
-  EXPECT_EQ(run_one("bob").n_cached_prompt, 0);      // same prompt, other salt: nothing shared
-  EXPECT_EQ(run_one("alice").n_cached_prompt, 64);  // same salt: all full blocks before the last token
+  EXPECT_EQ(run_one("bob").n_cached_prompt, 0);  // same prompt, other salt: nothing shared
+  EXPECT_EQ(run_one("alice").n_cached_prompt,
+            64);  // same salt: all full blocks before the last token
   EXPECT_EQ(run_one("").n_cached_prompt, 0);
   testing::expect_no_leaks(engine);
 }
@@ -140,7 +142,8 @@ TEST(EngineCore, RejectsInvalidRequests) {
   EngineCore engine(*model, pool, roomy());
   EXPECT_THROW(engine.add_request({}, greedy(1)), Error);
   EXPECT_THROW(engine.add_request({1, 99999}, greedy(1)), Error);
-  EXPECT_THROW(engine.add_request(prompt_of(128), greedy(1)), Error);  // fills the 128-token context
+  EXPECT_THROW(engine.add_request(prompt_of(128), greedy(1)),
+               Error);  // fills the 128-token context
   auto bad = greedy(1);
   bad.sampling.top_p = 0;
   EXPECT_THROW(engine.add_request({1}, bad), Error);
@@ -155,7 +158,8 @@ TEST(EngineLoop, ConcurrentSubmissionsMatchSequentialResults) {
   std::vector<std::vector<int32_t>> want;
   {
     EngineCore engine(*model, pool, roomy());
-    for (int i = 0; i < 16; ++i) want.push_back(generate(engine, nullptr, {{"", prompt_of(5 + i, i), greedy(10)}})[0].tokens);
+    for (int i = 0; i < 16; ++i)
+      want.push_back(generate(engine, nullptr, {{"", prompt_of(5 + i, i), greedy(10)}})[0].tokens);
   }
   EngineCore engine(*model, pool, roomy());
   EngineLoop loop(engine);
@@ -171,7 +175,8 @@ TEST(EngineLoop, ConcurrentSubmissionsMatchSequentialResults) {
     });
   }
   for (auto& c : clients) c.join();
-  for (int i = 0; i < 16; ++i) EXPECT_EQ(results[static_cast<size_t>(i)].get_future().get(), want[static_cast<size_t>(i)]);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(results[static_cast<size_t>(i)].get_future().get(), want[static_cast<size_t>(i)]);
   EXPECT_TRUE(loop.wait_idle(5));
   EXPECT_EQ(loop.metrics().kv.used, 0);
 }

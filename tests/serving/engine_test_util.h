@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
-#include "engine/offline.h"
 #include "engine/engine_core.h"
+#include "engine/offline.h"
 
 namespace strata::testing {
 

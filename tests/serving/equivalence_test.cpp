@@ -6,8 +6,8 @@
 
 #include "convert/make_model.h"
 #include "serving/engine_test_util.h"
-#include "support/tiny_models.h"
 #include "support/paths.h"
+#include "support/tiny_models.h"
 
 namespace strata {
 namespace {
@@ -51,7 +51,8 @@ Outcome run(Model& model, const std::vector<OfflineRequest>& requests, const Sce
 
 void check_equivalence(const std::string& path, int32_t max_prompt, int32_t max_new, bool sampled) {
   auto model = Model::load(path);
-  const auto requests = testing::random_requests(50, model->config().n_vocab, max_prompt, max_new, sampled, 7);
+  const auto requests =
+      testing::random_requests(50, model->config().n_vocab, max_prompt, max_new, sampled, 7);
   const Outcome ref = run(*model, requests, {"one at a time", true});
   for (size_t i = 0; i < requests.size(); ++i) {
     ASSERT_EQ(static_cast<int32_t>(ref.tokens[i].size()), requests[i].options.stop.max_tokens);
@@ -69,7 +70,8 @@ void check_equivalence(const std::string& path, int32_t max_prompt, int32_t max_
   for (const auto& s : scenarios) {
     SCOPED_TRACE(s.name);
     const Outcome got = run(*model, requests, s);
-    for (size_t i = 0; i < requests.size(); ++i) EXPECT_EQ(got.tokens[i], ref.tokens[i]) << "request " << i;
+    for (size_t i = 0; i < requests.size(); ++i)
+      EXPECT_EQ(got.tokens[i], ref.tokens[i]) << "request " << i;
     if (s.kv_tokens > 0) {
       EXPECT_GT(got.metrics.preemptions, 0);
     }
@@ -79,9 +81,15 @@ void check_equivalence(const std::string& path, int32_t max_prompt, int32_t max_
   }
 }
 
-TEST(EngineEquivalence, AidreamsGreedy) { check_equivalence(testing::aidreams_gguf(), 90, 30, false); }
-TEST(EngineEquivalence, AidreamsSeededSampling) { check_equivalence(testing::aidreams_gguf(), 90, 30, true); }
-TEST(EngineEquivalence, GqaGreedy) { check_equivalence(testing::gqa_gguf(), 250, 40, false); }
+TEST(EngineEquivalence, AidreamsGreedy) {
+  check_equivalence(testing::aidreams_gguf(), 90, 30, false);
+}
+TEST(EngineEquivalence, AidreamsSeededSampling) {
+  check_equivalence(testing::aidreams_gguf(), 90, 30, true);
+}
+TEST(EngineEquivalence, GqaGreedy) {
+  check_equivalence(testing::gqa_gguf(), 250, 40, false);
+}
 
 const std::string& tiny_random_model() {
   static const std::string path = [] {
@@ -98,8 +106,12 @@ const std::string& tiny_random_model() {
   return path;
 }
 
-TEST(EngineEquivalence, MadeTinyModelLongerContextGreedy) { check_equivalence(tiny_random_model(), 400, 24, false); }
-TEST(EngineEquivalence, MadeTinyModelSeededSampling) { check_equivalence(tiny_random_model(), 200, 24, true); }
+TEST(EngineEquivalence, MadeTinyModelLongerContextGreedy) {
+  check_equivalence(tiny_random_model(), 400, 24, false);
+}
+TEST(EngineEquivalence, MadeTinyModelSeededSampling) {
+  check_equivalence(tiny_random_model(), 200, 24, true);
+}
 
 }  // namespace
 }  // namespace strata

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <random>
 
-#include "model/model.h"
 #include "engine/engine_core.h"
+#include "model/model.h"
 #include "support/engine_runs.h"
 #include "support/tiny_models.h"
 
@@ -64,7 +64,8 @@ class SparseModel : public ::testing::Test {
 TEST_F(SparseModel, AllFullHeadMapEqualsDenseBitForBit) {
   const auto prompt = random_prompt(300, 1);
   const auto dense = all_logits(*model_, {}, prompt, 64);
-  const std::vector<uint8_t> none(static_cast<size_t>(model_->config().n_layers * model_->config().n_kv_heads), 0);
+  const std::vector<uint8_t> none(
+      static_cast<size_t>(model_->config().n_layers * model_->config().n_kv_heads), 0);
   EXPECT_TRUE(same_bits(dense, all_logits(*model_, modes(*model_, none, 4, 16), prompt, 64)));
 }
 
@@ -84,7 +85,8 @@ TEST_F(SparseModel, SmallWindowChangesTheOutputButNotWithChunking) {
   EXPECT_TRUE(same_bits(a, all_logits(*model_, m, prompt, 300)));
 }
 
-std::vector<int32_t> greedy(EngineCore& engine, const std::vector<int32_t>& prompt, int n, int32_t* cached) {
+std::vector<int32_t> greedy(EngineCore& engine, const std::vector<int32_t>& prompt, int n,
+                            int32_t* cached) {
   RequestOptions o;
   o.sampling.temperature = 0;
   o.stop.max_tokens = n;

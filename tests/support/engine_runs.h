@@ -31,22 +31,25 @@ inline std::vector<float> prompt_logits(EngineCore& engine, const std::vector<in
   o.prompt_logits = static_cast<int32_t>(tokens.size());
   return generate(engine, nullptr, {{"logits", tokens, o}})[0].prompt_logits;
 }
-inline std::vector<float> prompt_logits(Model& model, ThreadPool& pool, const std::vector<int32_t>& tokens,
+inline std::vector<float> prompt_logits(Model& model, ThreadPool& pool,
+                                        const std::vector<int32_t>& tokens,
                                         const EngineConfig& config = one_request_config()) {
   EngineCore engine(model, pool, config);
   return prompt_logits(engine, tokens);
 }
 
 // `n` greedy tokens after `prompt` (end-of-generation tokens do not stop it).
-inline std::vector<int32_t> greedy_tokens(EngineCore& engine, const std::vector<int32_t>& prompt, int32_t n) {
+inline std::vector<int32_t> greedy_tokens(EngineCore& engine, const std::vector<int32_t>& prompt,
+                                          int32_t n) {
   RequestOptions o;
   o.sampling.temperature = 0.0f;
   o.stop.max_tokens = n;
   o.stop.ignore_eos = true;
   return generate(engine, nullptr, {{"greedy", prompt, o}})[0].tokens;
 }
-inline std::vector<int32_t> greedy_tokens(Model& model, ThreadPool& pool, const std::vector<int32_t>& prompt,
-                                          int32_t n, const EngineConfig& config = one_request_config()) {
+inline std::vector<int32_t> greedy_tokens(Model& model, ThreadPool& pool,
+                                          const std::vector<int32_t>& prompt, int32_t n,
+                                          const EngineConfig& config = one_request_config()) {
   EngineCore engine(model, pool, config);
   return greedy_tokens(engine, prompt, n);
 }

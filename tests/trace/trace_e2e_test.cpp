@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "serving/engine_test_util.h"
-#include "support/paths.h"
 #include "support/engine_runs.h"
+#include "support/paths.h"
 #include "support/process.h"
 #include "support/tiny_models.h"
 #include "trace/trace_check.h"
@@ -43,7 +43,8 @@ void expect_forward_structure(const testing::ParsedTrace& t, int64_t n_layers) {
       const auto& cs = t.spans[static_cast<size_t>(c)];
       if (cs.name != "layer") continue;
       EXPECT_EQ(cs.args.value("layer", -1), next_layer++);
-      for (const char* op : ops) EXPECT_EQ(t.count_children(c, op), 1) << op << " in layer " << cs.args.dump();
+      for (const char* op : ops)
+        EXPECT_EQ(t.count_children(c, op), 1) << op << " in layer " << cs.args.dump();
       EXPECT_EQ(t.children(c).size(), ops.size());
     }
   }

@@ -61,8 +61,11 @@ constexpr int64_t kDecodeClaimBytes = 32 * 1024;
 constexpr int64_t kBatchClaimGroups = 64;
 
 int64_t claim_groups(int64_t n_groups, int n_threads, int64_t n_tokens, int64_t w_row_bytes) {
-  if (n_tokens == 1) return std::max<int64_t>(1, kDecodeClaimBytes / (kRowGrain * std::max<int64_t>(1, w_row_bytes)));
-  return std::clamp<int64_t>(n_groups / (2 * static_cast<int64_t>(n_threads)), 1, kBatchClaimGroups);
+  if (n_tokens == 1)
+    return std::max<int64_t>(1,
+                             kDecodeClaimBytes / (kRowGrain * std::max<int64_t>(1, w_row_bytes)));
+  return std::clamp<int64_t>(n_groups / (2 * static_cast<int64_t>(n_threads)), 1,
+                             kBatchClaimGroups);
 }
 
 // A decode matmul's other threads prefetch up to this much of their first claim while the
@@ -77,7 +80,8 @@ void prefetch_groups(const MatmulPlan* plans, size_t n_plans, int64_t g0, int64_
     const MatmulPlan& p = plans[j];
     const int64_t b = std::max(g0, p.first_group), e = std::min(g1, p.first_group + p.n_groups);
     if (b >= e) continue;
-    const int64_t r0 = (b - p.first_group) * kRowGrain, r1 = std::min(p.rows, (e - p.first_group) * kRowGrain);
+    const int64_t r0 = (b - p.first_group) * kRowGrain,
+                  r1 = std::min(p.rows, (e - p.first_group) * kRowGrain);
     const int64_t bytes = std::min(limit, (r1 - r0) * p.w_row_bytes);
     const uint8_t* w = p.w + r0 * p.w_row_bytes;
     for (int64_t off = 0; off < bytes; off += 64) {
@@ -111,7 +115,8 @@ void check_args(DType wtype, const void* w, int64_t rows, int64_t cols, const fl
 }  // namespace
 
 void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float* x,
-            int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch, const MatmulHooks& hooks) {
+            int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch,
+            const MatmulHooks& hooks) {
   const MatmulJob job{wtype, w, rows, y};
   matmul_shared_input({&job, 1}, cols, x, n_tokens, pool, scratch, hooks);
 }
@@ -119,7 +124,8 @@ void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float*
 void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const float* x,
                          int64_t n_tokens, ThreadPool& pool, std::vector<uint8_t>& scratch,
                          const MatmulHooks& hooks) {
-  if (jobs.size() > kMaxJobs) throw Error("matmul: more than " + std::to_string(kMaxJobs) + " matrices share an input");
+  if (jobs.size() > kMaxJobs)
+    throw Error("matmul: more than " + std::to_string(kMaxJobs) + " matrices share an input");
   MatmulPlan plans[kMaxJobs];
   // The distinct activation types: each job's index into them.
   DType act_types[kMaxJobs];
@@ -157,7 +163,8 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
   size_t need = 0, offset[kMaxJobs];
   for (size_t i = 0; i < n_act; ++i) {
     offset[i] = need;
-    if (act_types[i] != DType::F32) need += static_cast<size_t>(row_bytes(act_types[i], cols) * n_tokens);
+    if (act_types[i] != DType::F32)
+      need += static_cast<size_t>(row_bytes(act_types[i], cols) * n_tokens);
   }
   if (scratch.size() < need) scratch.resize(need);
   auto convert = [&](int64_t t0, int64_t t1) {
@@ -171,7 +178,8 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
   };
   for (size_t j = 0; j < jobs.size(); ++j) {
     const size_t i = act_of[j];
-    plans[j].act = act_types[i] == DType::F32 ? reinterpret_cast<const uint8_t*>(x) : scratch.data() + offset[i];
+    plans[j].act = act_types[i] == DType::F32 ? reinterpret_cast<const uint8_t*>(x)
+                                              : scratch.data() + offset[i];
   }
   const size_t n_plans = jobs.size();
   const int64_t claim = claim_groups(n_groups, pool.size(), n_tokens, plans[0].w_row_bytes);
@@ -205,7 +213,9 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
     for (size_t j = 0; j < n_plans; ++j) {
       const MatmulPlan& p = plans[j];
       const int64_t b = std::max(g0, p.first_group), e = std::min(g1, p.first_group + p.n_groups);
-      if (b < e) compute_rows(p, (b - p.first_group) * kRowGrain, std::min(p.rows, (e - p.first_group) * kRowGrain));
+      if (b < e)
+        compute_rows(p, (b - p.first_group) * kRowGrain,
+                     std::min(p.rows, (e - p.first_group) * kRowGrain));
     }
   });
 }

@@ -39,7 +39,8 @@ void set_prepare(MatmulHooks& h, Prepare& fn) {
 // by the type's register-blocked gemm kernel (several rows x several tokens per inner loop,
 // so a weight block loaded once serves many tokens). Every y[t*rows + r] is bit-identical
 // to vec_dot(W row r, x row t), so results do not depend on n_tokens, on the other tokens
-// of the batch or on the number of threads. Throws strata::Error on unsupported types or invalid shapes.
+// of the batch or on the number of threads. Throws strata::Error on unsupported types or invalid
+// shapes.
 void matmul(DType wtype, const void* w, int64_t rows, int64_t cols, const float* x,
             int64_t n_tokens, float* y, ThreadPool& pool, std::vector<uint8_t>& scratch,
             const MatmulHooks& hooks = {});

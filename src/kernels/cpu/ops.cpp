@@ -14,9 +14,12 @@ void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float e
 
 void swiglu(float* gate, const float* up, int64_t n) {
   switch (cpu_kernel_isa()) {
-    case KernelIsa::avx512_vnni: return avx512::swiglu(gate, up, n);
-    case KernelIsa::avx2: return avx2::swiglu(gate, up, n);
-    default: return ref::swiglu(gate, up, n);
+    case KernelIsa::avx512_vnni:
+      return avx512::swiglu(gate, up, n);
+    case KernelIsa::avx2:
+      return avx2::swiglu(gate, up, n);
+    default:
+      return ref::swiglu(gate, up, n);
   }
 }
 

@@ -1,11 +1,12 @@
 // AVX2 versions of the element-wise ops that decode runs once per layer between the
 // matmuls (ops.h): in a llama-1b decode profile the scalar SwiGLU (one expf per element)
 // and RMSNorm (one dependent double add per element) took 3% of each token.
+#include "kernels/cpu/ops_avx2.h"
+
 #include <immintrin.h>
 
 #include <cmath>
 
-#include "kernels/cpu/ops_avx2.h"
 #include "kernels/cpu/simd_avx2.h"
 #include "kernels/cpu/simd_exp.h"
 
@@ -27,7 +28,8 @@ inline __m256 swiglu8(__m256 g, __m256 u) {
 
 void swiglu(float* gate, const float* up, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(gate + i, swiglu8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(gate + i, swiglu8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
   if (i < n) {  // the tail through a padded copy
     alignas(32) float g[8] = {}, u[8] = {};
     for (int64_t k = i; k < n; ++k) g[k - i] = gate[k], u[k - i] = up[k];
@@ -39,7 +41,8 @@ void swiglu(float* gate, const float* up, int64_t n) {
 void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float eps) {
   // Sum of squares in double, 16 elements per step in four independent accumulators
   // (the scalar loop is one dependent add chain), combined in a fixed order.
-  __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
+  __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                    _mm256_setzero_pd()};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     for (int k = 0; k < 4; ++k) {
@@ -56,7 +59,8 @@ void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float e
   const __m256 vs = _mm256_set1_ps(scale);
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
-    _mm256_storeu_ps(out + j, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j), vs), _mm256_loadu_ps(weight + j)));
+    _mm256_storeu_ps(out + j, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j), vs),
+                                            _mm256_loadu_ps(weight + j)));
   }
   for (; j < n; ++j) out[j] = x[j] * scale * weight[j];
 }

@@ -1,6 +1,7 @@
 // AVX2+FMA versions of ops.h's element-wise ops (internal to kernels/; ops.h dispatches).
 // swiglu differs from the scalar reference by float rounding (a polynomial exp, about
-// 1 ulp) except below g = -80, where both give values under 1e-33 (see ops_avx2.cpp); rmsnorm sums its squares in a different (fixed) order, also in double.
+// 1 ulp) except below g = -80, where both give values under 1e-33 (see ops_avx2.cpp); rmsnorm sums
+// its squares in a different (fixed) order, also in double.
 #pragma once
 
 #include <cstdint>

@@ -4,9 +4,10 @@
 // flow analysis reports as uninitialized once inlined (a known false positive).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/cpu/ops_avx512.h"
+
 #include <immintrin.h>
 
-#include "kernels/cpu/ops_avx512.h"
 #include "kernels/cpu/simd_avx512.h"
 #include "kernels/cpu/simd_exp.h"
 
@@ -27,10 +28,13 @@ inline __m512 swiglu16(__m512 g, __m512 u) {
 
 void swiglu(float* gate, const float* up, int64_t n) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(gate + i, swiglu16(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(gate + i, swiglu16(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
   if (i < n) {  // the tail in masked lanes
     const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(gate + i, m, swiglu16(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
+    _mm512_mask_storeu_ps(
+        gate + i, m,
+        swiglu16(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
   }
 }
 

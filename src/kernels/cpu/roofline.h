@@ -11,10 +11,10 @@
 namespace strata::kernels {
 
 struct RooflineResult {
-  double read_gbps = 0;   // streaming sum over a buffer far larger than the LLC
-  double copy_gbps = 0;   // dst = src (bytes read + written)
-  double triad_gbps = 0;  // a = b + s*c (bytes read + written)
-  double fma_gflops = 0;  // f32 FMA peak, all threads, AVX2 (scalar without AVX2)
+  double read_gbps = 0;      // streaming sum over a buffer far larger than the LLC
+  double copy_gbps = 0;      // dst = src (bytes read + written)
+  double triad_gbps = 0;     // a = b + s*c (bytes read + written)
+  double fma_gflops = 0;     // f32 FMA peak, all threads, AVX2 (scalar without AVX2)
   double fma512_gflops = 0;  // f32 FMA peak with AVX-512; 0 without it
   // int8 dot-product peak (u8 x s8 multiply-adds into i32) of the kernels' instruction:
   // vpdpbusd on 512-bit registers with AVX-512 VNNI, else vpmaddubsw + vpmaddwd on AVX2;
@@ -48,7 +48,7 @@ double fma_loop_avx2(long iterations);  // returns FLOPs done (keeps the result 
 float sum_floats_scalar(const float* p, size_t n);
 double fma_loop_scalar(long iterations);
 double int8_dot_loop_avx2(long iterations);  // returns operations done
-double fma_loop_avx512(long iterations);      // roofline_avx512.cpp
+double fma_loop_avx512(long iterations);     // roofline_avx512.cpp
 double int8_dot_loop_avx512(long iterations);
 }  // namespace detail
 

@@ -16,10 +16,13 @@ struct Avx512Float {
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   static F max(F a, F b) { return _mm512_max_ps(a, b); }
-  static F round_nearest(F x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static F round_nearest(F x) {
+    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
   // y * 2^n with n integral in [-126, 127]: n placed in the exponent bits.
   static F times_pow2(F y, F n) {
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    const __m512i e =
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
     return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
   }
 };

@@ -34,14 +34,14 @@ template <int T, class Load8, class Load1, class W>
 void dot_widened_tile(int64_t n, const W* w, const float* a, int64_t a_stride, float* y,
                       int64_t ldy, Load8 load8, Load1 load1) {
   __m256 acc[T][4];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int t = 0; t < T; ++t)
     for (int k = 0; k < 4; ++k) acc[t][k] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     const __m256 w0 = load8(w + i), w1 = load8(w + i + 8), w2 = load8(w + i + 16),
                  w3 = load8(w + i + 24);
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const float* at = a + t * a_stride + i;
       acc[t][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(at), acc[t][0]);
@@ -52,16 +52,16 @@ void dot_widened_tile(int64_t n, const W* w, const float* a, int64_t a_stride, f
   }
   for (; i + 8 <= n; i += 8) {
     const __m256 w0 = load8(w + i);
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       acc[t][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a + t * a_stride + i), acc[t][0]);
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
     const float* at = a + t * a_stride;
-    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]),
-                                   _mm256_add_ps(acc[t][2], acc[t][3])));
+    float sum = hsum(
+        _mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), _mm256_add_ps(acc[t][2], acc[t][3])));
     for (int64_t j = i; j < n; ++j) sum = fma_ss(load1(w[j]), at[j], sum);
     y[t * ldy] = sum;
   }

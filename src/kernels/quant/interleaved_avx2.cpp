@@ -125,7 +125,8 @@ void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride,
 template <class W>
 struct Rows {
   template <int T, bool kPageKick>
-  static void tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+  static void tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
+                   int64_t ldy) {
     gemm_tile<W, T, kPageKick>(ng, w, a, a_stride, y, ldy);
   }
 };

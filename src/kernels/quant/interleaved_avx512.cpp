@@ -40,7 +40,8 @@ struct GroupWeights {
 // (unaligned loads), only slower.
 inline __m512i load64(const uint8_t* p) {
   const auto* h = reinterpret_cast<const __m256i*>(p);
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(h)), _mm256_loadu_si256(h + 1), 1);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(h)),
+                            _mm256_loadu_si256(h + 1), 1);
 }
 
 struct Q4x16 {
@@ -51,7 +52,7 @@ struct Q4x16 {
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m512i v = load64(g.qs + 64 * c);
-      w.q[c] = _mm512_and_si512(v, mask);                             // elements 4c..4c+3
+      w.q[c] = _mm512_and_si512(v, mask);                            // elements 4c..4c+3
       w.q[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);  // 16+4c..16+4c+3
     }
     w.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.d)));
@@ -72,7 +73,8 @@ struct Q8x16 {
 template <class W>
 inline __m512 fold_group(const GroupWeights& w, const BlockQ8_0x16A& a, __m512 acc) {
   // Two chains of 4 dpbusd (integer sums, so the split cannot change the result).
-  const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_loadu_si512(a.sum), W::kOffsetShift));
+  const __m512i start = _mm512_sub_epi32(
+      _mm512_setzero_si512(), _mm512_slli_epi32(_mm512_loadu_si512(a.sum), W::kOffsetShift));
   __m512i lanes = start, odd = _mm512_setzero_si512();
 #pragma GCC unroll 4
   for (int k = 0; k < 8; k += 2) {
@@ -88,17 +90,20 @@ inline __m512 fold_group(const GroupWeights& w, const BlockQ8_0x16A& a, __m512 a
 // kPageKick, each group also starts the hardware prefetcher on the page ahead
 // (core/prefetch.h).
 template <class W, int T, bool kPageKick>
-void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
+               int64_t ldy) {
   __m512 acc[T];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t g = 0; g < ng; ++g) {
-    if constexpr (kPageKick) prefetch_page_ahead(w + g * sizeof(typename W::Group), sizeof(typename W::Group));
+    if constexpr (kPageKick)
+      prefetch_page_ahead(w + g * sizeof(typename W::Group), sizeof(typename W::Group));
     GroupWeights wg;
     W::load(reinterpret_cast<const typename W::Group*>(w)[g], wg);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t)
-      acc[t] = fold_group<W>(wg, reinterpret_cast<const BlockQ8_0x16A*>(a + t * a_stride)[g], acc[t]);
+      acc[t] =
+          fold_group<W>(wg, reinterpret_cast<const BlockQ8_0x16A*>(a + t * a_stride)[g], acc[t]);
   }
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) y[t * ldy] = hsum16(acc[t]);
@@ -108,7 +113,8 @@ void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride,
 template <class W>
 struct Rows {
   template <int T, bool kPageKick>
-  static void tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+  static void tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
+                   int64_t ldy) {
     gemm_tile<W, T, kPageKick>(ng, w, a, a_stride, y, ldy);
   }
 };
@@ -125,8 +131,10 @@ inline __m512 round_away_clamped(__m512 v, float limit) {
   const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
   const __m512 frac = _mm512_sub_ps(v, t);
   const __m512 one = _mm512_set1_ps(1.0f);
-  const __m512 up = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ), one);
-  const __m512 down = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(frac, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), one);
+  const __m512 up =
+      _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ), one);
+  const __m512 down =
+      _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(frac, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), one);
   return _mm512_sub_ps(_mm512_add_ps(t, up), down);
 }
 
@@ -134,7 +142,8 @@ inline __m512 round_away_clamped(__m512 v, float limit) {
 
 void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
   auto* groups = static_cast<BlockQ8_0x16A*>(dst);
-  const __m512i dword_of_block = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
+  const __m512i dword_of_block =
+      _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
   for (int64_t g = 0; g < n / kQKX16; ++g) {
     const float* x = src + g * kQKX16;
     BlockQ8_0x16A& out = groups[g];
@@ -146,11 +155,14 @@ void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
       amax[b] = _mm512_reduce_max_ps(_mm512_max_ps(lo, hi));
     }
     const __m512 m = _mm512_load_ps(amax);
-    __m256i dh = _mm512_cvtps_ph(_mm512_div_ps(m, _mm512_set1_ps(127.0f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __mmask16 below = _mm512_cmp_ps_mask(_mm512_mul_ps(_mm512_cvtph_ps(dh), _mm512_set1_ps(127.0f)), m, _CMP_LT_OQ);
+    __m256i dh = _mm512_cvtps_ph(_mm512_div_ps(m, _mm512_set1_ps(127.0f)),
+                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __mmask16 below = _mm512_cmp_ps_mask(
+        _mm512_mul_ps(_mm512_cvtph_ps(dh), _mm512_set1_ps(127.0f)), m, _CMP_LT_OQ);
     dh = _mm256_mask_add_epi16(dh, below, dh, _mm256_set1_epi16(1));  // next half up
     const __m512 d = _mm512_cvtph_ps(dh);
-    const __m512 id = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ), _mm512_set1_ps(1.0f), d);
+    const __m512 id = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ),
+                                          _mm512_set1_ps(1.0f), d);
     _mm512_storeu_ps(out.d, d);
     alignas(64) float ids[kX16Blocks];
     _mm512_store_ps(ids, id);
@@ -159,13 +171,16 @@ void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
     for (int b = 0; b < kX16Blocks; ++b) {
       const __m512 s = _mm512_set1_ps(ids[b]);
       for (int h = 0; h < 2; ++h) {
-        const __m512 v = round_away_clamped(_mm512_mul_ps(_mm512_loadu_ps(x + kQK8_0 * b + 16 * h), s), 127.0f);
-        _mm_store_si128(reinterpret_cast<__m128i*>(q[b] + 16 * h), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(v)));
+        const __m512 v =
+            round_away_clamped(_mm512_mul_ps(_mm512_loadu_ps(x + kQK8_0 * b + 16 * h), s), 127.0f);
+        _mm_store_si128(reinterpret_cast<__m128i*>(q[b] + 16 * h),
+                        _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(v)));
       }
     }
     __m512i sums = _mm512_setzero_si512();
     for (int k = 0; k < kQK8_0 / 4; ++k) {
-      const __m512i lanes = _mm512_i32gather_epi32(_mm512_add_epi32(dword_of_block, _mm512_set1_epi32(k)), q, 4);
+      const __m512i lanes =
+          _mm512_i32gather_epi32(_mm512_add_epi32(dword_of_block, _mm512_set1_epi32(k)), q, 4);
       _mm512_storeu_si512(out.qs + 64 * k, lanes);
       sums = _mm512_dpbusd_epi32(sums, _mm512_set1_epi8(1), lanes);  // + the 4 signed quants
     }
@@ -173,8 +188,12 @@ void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
   }
 }
 
-float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a) { return vec_dot_by_row_tile<Rows<Q4x16>>(n / kQKX16, w, a); }
-float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) { return vec_dot_by_row_tile<Rows<Q8x16>>(n / kQKX16, w, a); }
+float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_by_row_tile<Rows<Q4x16>>(n / kQKX16, w, a);
+}
+float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_by_row_tile<Rows<Q8x16>>(n / kQKX16, w, a);
+}
 
 void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {

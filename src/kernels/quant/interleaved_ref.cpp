@@ -57,7 +57,8 @@ void repack_weight_rows(DType from, DType to, void* data, int64_t rows, int64_t 
     repack_groups<BlockQ4_0, BlockQ4_0x16, arrange_q4_0_x16>(data, rows * (cols / kQKX16));
   } else if (shape_ok && from == DType::Q8_0 && to == DType::Q8_0_X16) {
     repack_groups<BlockQ8_0, BlockQ8_0x16, arrange_q8_0_x16>(data, rows * (cols / kQKX16));
-  } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q6_K && to == DType::Q6_K_X16) {
+  } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q6_K &&
+             to == DType::Q6_K_X16) {
     repack_groups<BlockQ6_K, BlockQ6_Kx16, arrange_q6_k_x16, 1>(data, rows * (cols / kQK_K));
   } else {
     throw Error("kernels: cannot repack " + std::string(dtype_name(from)) + " rows of " +
@@ -83,7 +84,8 @@ void arrange_q8_0_x16(const BlockQ8_0* src, BlockQ8_0x16* dst) {
   for (int b = 0; b < kX16Blocks; ++b) {
     dst->d[b] = src[b].d;
     for (int i = 0; i < kQK8_0; ++i) {
-      dst->qs[64 * (i / 4) + 4 * b + i % 4] = static_cast<uint8_t>(static_cast<uint8_t>(src[b].qs[i]) ^ 0x80);
+      dst->qs[64 * (i / 4) + 4 * b + i % 4] =
+          static_cast<uint8_t>(static_cast<uint8_t>(src[b].qs[i]) ^ 0x80);
     }
   }
 }
@@ -104,7 +106,8 @@ void arrange_q8_0_x16a(const BlockQ8_0* src, BlockQ8_0x16A* dst) {
   for (int b = 0; b < kX16Blocks; ++b) {
     int32_t sum = 0;
     for (int i = 0; i < kQK8_0; ++i) sum += src[b].qs[i];
-    for (int k = 0; k < kQK8_0 / 4; ++k) std::memcpy(dst->qs + 64 * k + 4 * b, src[b].qs + 4 * k, 4);
+    for (int k = 0; k < kQK8_0 / 4; ++k)
+      std::memcpy(dst->qs + 64 * k + 4 * b, src[b].qs + 4 * k, 4);
     dst->sum[b] = sum;
     dst->d[b] = fp16_to_fp32(src[b].d);
   }
@@ -129,8 +132,8 @@ Q6Place q6_k_x16_place(int e) {
 }
 
 // Moves every element's quant from one layout's places to the other's.
-void move_q6_quants(const uint8_t* ql, const uint8_t* qh, Q6Place (*from)(int), uint8_t* out_ql, uint8_t* out_qh,
-                    Q6Place (*to)(int)) {
+void move_q6_quants(const uint8_t* ql, const uint8_t* qh, Q6Place (*from)(int), uint8_t* out_ql,
+                    uint8_t* out_qh, Q6Place (*to)(int)) {
   std::memset(out_ql, 0, kQK_K / 2);
   std::memset(out_qh, 0, kQK_K / 4);
   for (int e = 0; e < kQK_K; ++e) {
@@ -216,8 +219,8 @@ namespace {
 // The float steps shared by both weight types (see the top): lane b of each group holds
 // an exact integer dot product; `lane(g, b)` supplies it.
 template <class Lane>
-float reduce_groups(int64_t n_groups, const uint16_t* (*scales)(const void*, int64_t), const void* w,
-                    const BlockQ8_0x16A* ag, Lane lane) {
+float reduce_groups(int64_t n_groups, const uint16_t* (*scales)(const void*, int64_t),
+                    const void* w, const BlockQ8_0x16A* ag, Lane lane) {
   float acc[kX16Blocks] = {};
   for (int64_t g = 0; g < n_groups; ++g) {
     const uint16_t* d = scales(w, g);
@@ -247,7 +250,8 @@ float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
     for (int c = 0; c < 4; ++c) {
       for (int j = 0; j < 4; ++j) {
         const int q = wg[g].qs[64 * c + 4 * b + j];
-        lane += (q & 15) * ag[g].qs[64 * c + 4 * b + j] + (q >> 4) * ag[g].qs[64 * (c + 4) + 4 * b + j];
+        lane +=
+            (q & 15) * ag[g].qs[64 * c + 4 * b + j] + (q >> 4) * ag[g].qs[64 * (c + 4) + 4 * b + j];
       }
     }
     return lane;
@@ -260,7 +264,8 @@ float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
   return reduce_groups(n / kQKX16, group_scales<BlockQ8_0x16>, w, ag, [&](int64_t g, int b) {
     int32_t lane = -128 * ag[g].sum[b];  // quants stored unsigned: q + 128
     for (int k = 0; k < 8; ++k) {
-      for (int j = 0; j < 4; ++j) lane += wg[g].qs[64 * k + 4 * b + j] * ag[g].qs[64 * k + 4 * b + j];
+      for (int j = 0; j < 4; ++j)
+        lane += wg[g].qs[64 * k + 4 * b + j] * ag[g].qs[64 * k + 4 * b + j];
     }
     return lane;
   });

@@ -88,7 +88,7 @@ void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stri
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_K& wq = wb[b];
     const BlockQ8_K* aq[T];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < T; ++t) aq[t] = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride) + b;
     const __m128i scales_mins = unpack_q4_k_scales_mins(wq.scales);
     // sum_j m[j] * (bsums[2j] + bsums[2j+1]): each min repeated twice against the 16 bsums.
@@ -97,7 +97,7 @@ void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stri
     // Exact in int32: maddubs pairs are at most 2 x 15 x 127 (no saturation) and the block
     // total at most 256 x 63 x 15 x 127 < 2^31.
     __m256i sumi[T];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
@@ -106,7 +106,7 @@ void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stri
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), nibble);
       const __m256i s0 = _mm256_shuffle_epi8(scales16, broadcast_i16_mask(2 * k));
       const __m256i s1 = _mm256_shuffle_epi8(scales16, broadcast_i16_mask(2 * k + 1));
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const __m256i p0 = _mm256_maddubs_epi16(lo, load256(aq[t]->qs + 64 * k));
         const __m256i p1 = _mm256_maddubs_epi16(hi, load256(aq[t]->qs + 64 * k + 32));
@@ -114,7 +114,7 @@ void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stri
         sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p1, s1));
       }
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const __m256i mins = _mm256_madd_epi16(mins16, load256(aq[t]->bsums));
       const float d = half_to_float(wq.d) * aq[t]->d;
@@ -123,7 +123,7 @@ void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stri
       acc[t] = fma_ss(-dmin, static_cast<float>(hsum_i32(mins)), acc[t]);
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int t = 0; t < T; ++t) y[t * ldy] = acc[t];
 }
 
@@ -138,13 +138,13 @@ void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stri
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6_K& wq = wb[b];
     const BlockQ8_K* aq[T];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < T; ++t) aq[t] = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride) + b;
     // The quants are stored biased by +32; sum(scale * 32 * a) comes off at the end.
     const __m256i scales16 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wq.scales)));
     __m256i sumi[T];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
 #pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {
@@ -169,14 +169,14 @@ void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stri
         // Pairs: at most 2 x 63 x 127 = 16002, no saturation. Lanes 0-7 of the product
         // cover sub-block 2k of this half, lanes 8-15 sub-block 2k + 1.
         const __m256i sc = _mm256_shuffle_epi8(half_scales, pair_i16_mask(2 * k));
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
           const __m256i p = _mm256_maddubs_epi16(q[k], load256(aq[t]->qs + 128 * half + 32 * k));
           sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, sc));
         }
       }
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const __m256i offset = _mm256_madd_epi16(scales16, load256(aq[t]->bsums));
       // Exact in int32: the biased sum is at most 256 x 63 x 127 x 128 < 2^31.
@@ -184,7 +184,7 @@ void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stri
       acc[t] = fma_ss(half_to_float(wq.d) * aq[t]->d, static_cast<float>(scaled), acc[t]);
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int t = 0; t < T; ++t) y[t * ldy] = acc[t];
 }
 
@@ -192,28 +192,28 @@ void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stri
 
 float q4_k_vec_dot(int64_t n, const void* w, const void* a) {
   float y = 0.0f;
-  q4_k_tile<1>(n / kQK_K, static_cast<const BlockQ4_K*>(w), static_cast<const uint8_t*>(a), 0,
-               &y, 0);
+  q4_k_tile<1>(n / kQK_K, static_cast<const BlockQ4_K*>(w), static_cast<const uint8_t*>(a), 0, &y,
+               0);
   return y;
 }
 
 float q6_k_vec_dot(int64_t n, const void* w, const void* a) {
   float y = 0.0f;
-  q6_k_tile<1>(n / kQK_K, static_cast<const BlockQ6_K*>(w), static_cast<const uint8_t*>(a), 0,
-               &y, 0);
+  q6_k_tile<1>(n / kQK_K, static_cast<const BlockQ6_K*>(w), static_cast<const uint8_t*>(a), 0, &y,
+               0);
   return y;
 }
 
 void q4_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_kquant<BlockQ4_K>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, q4_k_tile<1>,
-                         q4_k_tile<2>, q4_k_tile<3>, q4_k_tile<4>);
+  gemm_kquant<BlockQ4_K>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, q4_k_tile<1>, q4_k_tile<2>,
+                         q4_k_tile<3>, q4_k_tile<4>);
 }
 
 void q6_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_kquant<BlockQ6_K>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, q6_k_tile<1>,
-                         q6_k_tile<2>, q6_k_tile<3>, q6_k_tile<4>);
+  gemm_kquant<BlockQ6_K>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, q6_k_tile<1>, q6_k_tile<2>,
+                         q6_k_tile<3>, q6_k_tile<4>);
 }
 
 }  // namespace strata::kernels::avx2

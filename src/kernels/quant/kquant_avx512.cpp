@@ -36,7 +36,8 @@ struct SubBlockOfLane {
   alignas(64) int16_t idx[4][32] = {};
   constexpr SubBlockOfLane() {
     for (int c = 0; c < 4; ++c) {
-      for (int l = 0; l < 32; ++l) idx[c][l] = static_cast<int16_t>(c * (32 / kLanesPerSub) + l / kLanesPerSub);
+      for (int l = 0; l < 32; ++l)
+        idx[c][l] = static_cast<int16_t>(c * (32 / kLanesPerSub) + l / kLanesPerSub);
     }
   }
   __m512i load(int c) const { return _mm512_load_si512(idx[c]); }
@@ -45,9 +46,11 @@ constexpr SubBlockOfLane<16> kQ4KSubBlocks;  // Q4_K: 32-element sub-blocks
 constexpr SubBlockOfLane<8> kQ6KSubBlocks;   // Q6_K: 16-element sub-blocks
 
 template <int T>
-void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stride, float* y,
+               int64_t ldy) {
   const __m512i nibble = _mm512_set1_epi8(0x0f);
-  const __m512i subs[4] = {kQ4KSubBlocks.load(0), kQ4KSubBlocks.load(1), kQ4KSubBlocks.load(2), kQ4KSubBlocks.load(3)};
+  const __m512i subs[4] = {kQ4KSubBlocks.load(0), kQ4KSubBlocks.load(1), kQ4KSubBlocks.load(2),
+                           kQ4KSubBlocks.load(3)};
   // The running sums stay in registers (lane 0): building them from scalars each block put
   // lane inserts on the fma chain that carries the blocks in order.
   __m128 acc[T];
@@ -88,11 +91,13 @@ void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stri
     }
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-      const __m256i mins = _mm256_madd_epi16(mins16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[t]->bsums)));
+      const __m256i mins = _mm256_madd_epi16(
+          mins16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[t]->bsums)));
       const float d = _cvtsh_ss(wq.d) * aq[t]->d;
       const float dmin = _cvtsh_ss(wq.dmin) * aq[t]->d;
       const float sum = static_cast<float>(_mm512_reduce_add_epi32(sumi[t]));
-      const float min_sum = static_cast<float>(_mm512_reduce_add_epi32(_mm512_zextsi256_si512(mins)));
+      const float min_sum =
+          static_cast<float>(_mm512_reduce_add_epi32(_mm512_zextsi256_si512(mins)));
       acc[t] = _mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss(sum), acc[t]);
       acc[t] = _mm_fmadd_ss(_mm_set_ss(-dmin), _mm_set_ss(min_sum), acc[t]);
     }
@@ -102,9 +107,11 @@ void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stri
 }
 
 template <int T>
-void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stride, float* y,
+               int64_t ldy) {
   const __m512i low4 = _mm512_set1_epi8(0x0f), low2 = _mm512_set1_epi8(0x03);
-  const __m512i subs[4] = {kQ6KSubBlocks.load(0), kQ6KSubBlocks.load(1), kQ6KSubBlocks.load(2), kQ6KSubBlocks.load(3)};
+  const __m512i subs[4] = {kQ6KSubBlocks.load(0), kQ6KSubBlocks.load(1), kQ6KSubBlocks.load(2),
+                           kQ6KSubBlocks.load(3)};
   // Shift counts per 16-bit lane: the high bits of the low 32 nibble bytes are bits 0-1
   // (first 64 quants) and 4-5 (second), those of the high 32 bytes bits 2-3 and 6-7.
   const __m512i shift_first = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
@@ -119,19 +126,23 @@ void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stri
     const BlockQ8_K* aq[T];
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) aq[t] = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride) + b;
-    const __m512i scales16 = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wq.scales))));
+    const __m512i scales16 = _mm512_zextsi256_si512(
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wq.scales))));
     __m512i sumi[T];
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
 #pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {
       const __m512i lo = _mm512_loadu_si512(wq.ql + 64 * half);
-      const __m512i hi = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq.qh + 32 * half)));
+      const __m512i hi = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq.qh + 32 * half)));
       // Biased quants (in [0, 63]) of elements 128 * half + [0, 64) and + [64, 128).
-      const __m512i q0 = _mm512_or_si512(_mm512_and_si512(lo, low4),
-                                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hi, shift_first), low2), 4));
-      const __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, 4), low4),
-                                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hi, shift_second), low2), 4));
+      const __m512i q0 = _mm512_or_si512(
+          _mm512_and_si512(lo, low4),
+          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hi, shift_first), low2), 4));
+      const __m512i q1 = _mm512_or_si512(
+          _mm512_and_si512(_mm512_srli_epi16(lo, 4), low4),
+          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hi, shift_second), low2), 4));
       const __m512i s0 = _mm512_permutexvar_epi16(subs[2 * half], scales16);
       const __m512i s1 = _mm512_permutexvar_epi16(subs[2 * half + 1], scales16);
 #pragma GCC unroll 4
@@ -148,7 +159,8 @@ void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stri
     for (int t = 0; t < T; ++t) {
       // The quants are stored biased by +32: sum(scale * 32 * a) comes off, as in AVX2.
       const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[t]->bsums));
-      const __m512i offset = _mm512_zextsi256_si512(_mm256_slli_epi32(_mm256_madd_epi16(_mm512_castsi512_si256(scales16), bsums), 5));
+      const __m512i offset = _mm512_zextsi256_si512(
+          _mm256_slli_epi32(_mm256_madd_epi16(_mm512_castsi512_si256(scales16), bsums), 5));
       const int32_t scaled = _mm512_reduce_add_epi32(_mm512_sub_epi32(sumi[t], offset));
       const float d = _cvtsh_ss(wq.d) * aq[t]->d;
       acc[t] = _mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss(static_cast<float>(scaled)), acc[t]);
@@ -162,26 +174,28 @@ void q6_k_tile(int64_t nb, const BlockQ6_K* wb, const uint8_t* a, int64_t a_stri
 
 float q4_k_vec_dot(int64_t n, const void* w, const void* a) {
   float y = 0.0f;
-  q4_k_tile<1>(n / kQK_K, static_cast<const BlockQ4_K*>(w), static_cast<const uint8_t*>(a), 0, &y, 0);
+  q4_k_tile<1>(n / kQK_K, static_cast<const BlockQ4_K*>(w), static_cast<const uint8_t*>(a), 0, &y,
+               0);
   return y;
 }
 
 float q6_k_vec_dot(int64_t n, const void* w, const void* a) {
   float y = 0.0f;
-  q6_k_tile<1>(n / kQK_K, static_cast<const BlockQ6_K*>(w), static_cast<const uint8_t*>(a), 0, &y, 0);
+  q6_k_tile<1>(n / kQK_K, static_cast<const BlockQ6_K*>(w), static_cast<const uint8_t*>(a), 0, &y,
+               0);
   return y;
 }
 
-void q4_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride, int64_t nt,
-               float* y, int64_t ldy) {
-  gemm_kquant<BlockQ4_K>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, q4_k_tile<1>, q4_k_tile<2>, q4_k_tile<3>,
-                         q4_k_tile<4>);
+void q4_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_kquant<BlockQ4_K>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, q4_k_tile<1>, q4_k_tile<2>,
+                         q4_k_tile<3>, q4_k_tile<4>);
 }
 
-void q6_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride, int64_t nt,
-               float* y, int64_t ldy) {
-  gemm_kquant<BlockQ6_K>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, q6_k_tile<1>, q6_k_tile<2>, q6_k_tile<3>,
-                         q6_k_tile<4>);
+void q6_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_kquant<BlockQ6_K>(n, w, w_stride, nr, a, a_stride, nt, y, ldy, q6_k_tile<1>, q6_k_tile<2>,
+                         q6_k_tile<3>, q6_k_tile<4>);
 }
 
 }  // namespace strata::kernels::avx512

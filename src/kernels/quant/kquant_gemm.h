@@ -29,10 +29,18 @@ void gemm_kquant(int64_t n, const void* w, int64_t w_stride, int64_t nr, const v
       const auto* wr = reinterpret_cast<const WBlock*>(wp + r * w_stride);
       float* yr = y + t * ldy + r;
       switch (tn) {
-        case 4: tile4(nb, wr, at, a_stride, yr, ldy); break;
-        case 3: tile3(nb, wr, at, a_stride, yr, ldy); break;
-        case 2: tile2(nb, wr, at, a_stride, yr, ldy); break;
-        default: tile1(nb, wr, at, a_stride, yr, ldy); break;
+        case 4:
+          tile4(nb, wr, at, a_stride, yr, ldy);
+          break;
+        case 3:
+          tile3(nb, wr, at, a_stride, yr, ldy);
+          break;
+        case 2:
+          tile2(nb, wr, at, a_stride, yr, ldy);
+          break;
+        default:
+          tile1(nb, wr, at, a_stride, yr, ldy);
+          break;
       }
     }
   }

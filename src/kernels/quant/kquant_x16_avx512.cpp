@@ -31,7 +31,8 @@ constexpr int kOrAnd = 0xf8;
 
 // One row x T tokens: each super-block's quants are unpacked once and used for T tokens.
 template <int T, bool kPageKick>
-void gemm_tile(int64_t nb, const BlockQ6_Kx16* w, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+void gemm_tile(int64_t nb, const BlockQ6_Kx16* w, const uint8_t* a, int64_t a_stride, float* y,
+               int64_t ldy) {
   const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
   __m512 acc[T];
 #pragma GCC unroll 4
@@ -44,18 +45,22 @@ void gemm_tile(int64_t nb, const BlockQ6_Kx16* w, const uint8_t* a, int64_t a_st
     // file layout's kernel, which also reads its scales first, gave 53-59). A block is
     // 210 bytes across 4-5 cache lines, and the load of its last line goes out with the
     // first; an explicit prefetch of the next blocks instead made it slower (46-47).
-    const __m512i scales = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+    const __m512i scales =
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
     const float dw = _cvtsh_ss(wb.d);
     const __m512i l0 = _mm512_loadu_si512(wb.ql), l1 = _mm512_loadu_si512(wb.ql + 64);
     const __m512i h = _mm512_loadu_si512(wb.qh);
     // Vector k takes the high 2 bits at bits 2k, 2k+1 of h to bits 4-5 (16-bit shifts: what
     // crosses a byte boundary lands outside bits 4-5 and is masked off).
     __m512i q[4];
-    q[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(l0, low4), _mm512_slli_epi16(h, 4), bits45, kOrAnd);
-    q[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(l1, low4), _mm512_slli_epi16(h, 2), bits45, kOrAnd);
-    q[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l0, 4), low4), h, bits45, kOrAnd);
-    q[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l1, 4), low4), _mm512_srli_epi16(h, 2), bits45,
+    q[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(l0, low4), _mm512_slli_epi16(h, 4), bits45,
                                      kOrAnd);
+    q[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(l1, low4), _mm512_slli_epi16(h, 2), bits45,
+                                     kOrAnd);
+    q[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l0, 4), low4), h, bits45,
+                                     kOrAnd);
+    q[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l1, 4), low4),
+                                     _mm512_srli_epi16(h, 2), bits45, kOrAnd);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
@@ -76,7 +81,8 @@ void gemm_tile(int64_t nb, const BlockQ6_Kx16* w, const uint8_t* a, int64_t a_st
 // The row kernel for gemm_rows_by_token_tiles (token_tiles.h).
 struct Rows {
   template <int T, bool kPageKick>
-  static void tile(int64_t nb, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+  static void tile(int64_t nb, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
+                   int64_t ldy) {
     gemm_tile<T, kPageKick>(nb, reinterpret_cast<const BlockQ6_Kx16*>(w), a, a_stride, y, ldy);
   }
 };
@@ -87,8 +93,8 @@ float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
   return vec_dot_by_row_tile<Rows>(n / kQK_K, w, a);
 }
 
-void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, int64_t a_stride,
-                   int64_t nt, float* y, int64_t ldy) {
+void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
   gemm_by_row_tiles<Rows>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 

@@ -37,8 +37,8 @@ inline __m256i signed_quants(const BlockQ4_0& block) {
 // a one-row GEMV has two independent fma chains. Each weight block is unpacked once (w and
 // |w| for dot_i8's sign trick, see avx2_util.h) and used for all T tokens.
 template <class WBlock, int R, int T>
-void gemm_tile(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
-               int64_t a_stride, float* y, int64_t ldy) {
+void gemm_tile(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a, int64_t a_stride,
+               float* y, int64_t ldy) {
   // The loops over R and T are unrolled fully: the accumulators stay in registers, and each
   // row's loads get their own instruction, whose constant stride the prefetcher follows.
   __m256 acc[2][R][T];
@@ -47,11 +47,12 @@ void gemm_tile(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[0][r][t] = acc[1][r][t] = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
-  auto step = [&](int64_t b, __m256 (&acc_b)[R][T]) {
+  auto step = [&](int64_t b, __m256(&acc_b)[R][T]) {
     __m256 da[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      da[t] = _mm256_set1_ps(half_to_float(reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b].d));
+      da[t] =
+          _mm256_set1_ps(half_to_float(reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b].d));
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
@@ -64,7 +65,8 @@ void gemm_tile(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
         const BlockQ8_0& ab = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b];
         const __m256i sa = _mm256_sign_epi8(load_q8_0(ab), wq);
         const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sa), ones);
-        acc_b[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da[t]), _mm256_cvtepi32_ps(sums), acc_b[r][t]);
+        acc_b[r][t] =
+            _mm256_fmadd_ps(_mm256_mul_ps(dw, da[t]), _mm256_cvtepi32_ps(sums), acc_b[r][t]);
       }
     }
   };
@@ -91,7 +93,8 @@ void gemm_rows(int64_t nb, const uint8_t* w, int64_t w_stride, int64_t nr, const
     prefetch_page_ahead(w + r * w_stride, static_cast<size_t>(kRows * w_stride));
     gemm_tile<WBlock, kRows, T>(nb, w + r * w_stride, w_stride, a, a_stride, y + r, ldy);
   }
-  for (; r < nr; ++r) gemm_tile<WBlock, 1, T>(nb, w + r * w_stride, w_stride, a, a_stride, y + r, ldy);
+  for (; r < nr; ++r)
+    gemm_tile<WBlock, 1, T>(nb, w + r * w_stride, w_stride, a, a_stride, y + r, ldy);
 }
 
 // Tokens in groups of 4 form the outer loop, so a group's activation rows stay in L1 while
@@ -109,10 +112,17 @@ void gemm_blocks(int64_t n, const void* w, int64_t w_stride, int64_t nr, const v
   const uint8_t* at = ap + t * a_stride;
   float* yt = y + t * ldy;
   switch (nt - t) {
-    case 3: gemm_rows<WBlock, 3>(nb, wp, w_stride, nr, at, a_stride, yt, ldy); break;
-    case 2: gemm_rows<WBlock, 2>(nb, wp, w_stride, nr, at, a_stride, yt, ldy); break;
-    case 1: gemm_rows<WBlock, 1>(nb, wp, w_stride, nr, at, a_stride, yt, ldy); break;
-    default: break;
+    case 3:
+      gemm_rows<WBlock, 3>(nb, wp, w_stride, nr, at, a_stride, yt, ldy);
+      break;
+    case 2:
+      gemm_rows<WBlock, 2>(nb, wp, w_stride, nr, at, a_stride, yt, ldy);
+      break;
+    case 1:
+      gemm_rows<WBlock, 1>(nb, wp, w_stride, nr, at, a_stride, yt, ldy);
+      break;
+    default:
+      break;
   }
 }
 

@@ -50,18 +50,22 @@ struct Q4Weights {
     return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
   }
   static __m512i pair(const BlockQ4_0* b) {
-    const __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs)));
-    return nibbles(_mm512_mask_broadcast_i32x4(v, 0xff00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs))));
+    const __m512i v =
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs)));
+    return nibbles(_mm512_mask_broadcast_i32x4(
+        v, 0xff00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs))));
   }
   static __m512i single(const BlockQ4_0* b) {
-    const __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs)));
+    const __m512i v =
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs)));
     return _mm512_maskz_mov_epi32(0x00ff, nibbles(v));
   }
 };
 
 // Activation quants of blocks b and b+1 (or b alone, upper half zero).
 inline __m512i act_pair(const BlockQ8_0* b) {
-  const __m512i lo = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs)));
+  const __m512i lo =
+      _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs)));
   return _mm512_inserti64x4(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)), 1);
 }
 inline __m512i act_single(const BlockQ8_0* b) {
@@ -88,14 +92,16 @@ inline __m512i offset_correction(__m512i aq) {
 
 // AVX2's hsum of acc0 + acc1 (legacy_avx2.cpp / avx2_util.h): the same adds in the same
 // order, which is avx512_util.h's lane tree.
-inline float hsum_halves(__m512 acc) { return hsum16(acc); }
+inline float hsum_halves(__m512 acc) {
+  return hsum16(acc);
+}
 
 // One tile of R weight rows x T tokens, one accumulator per output. The rows' weights are
 // unpacked once per block pair and used for all T tokens; each token's activations, their
 // offset correction and scales are prepared once and used for all R rows.
 template <class W, int R, int T>
-void gemm_tile(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
-               int64_t a_stride, float* y, int64_t ldy) {
+void gemm_tile(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a, int64_t a_stride,
+               float* y, int64_t ldy) {
   using WBlock = typename W::Block;
   __m512 acc[R][T];
 #pragma GCC unroll 8
@@ -145,7 +151,8 @@ void gemm_tile(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
 constexpr int64_t kMaxPairs = 160;
 
 template <class W>
-bool gemv_rows(int64_t nb, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a, float* y) {
+bool gemv_rows(int64_t nb, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a,
+               float* y) {
   using WBlock = typename W::Block;
   const int64_t np = nb / 2;
   if (np > kMaxPairs) return false;
@@ -170,8 +177,10 @@ bool gemv_rows(int64_t nb, const uint8_t* w, int64_t w_stride, int64_t nr, const
     if (nb % 2 != 0) {  // the odd last block: lanes 0-7 only, as gemm_tile
       const int64_t b = nb - 1;
       const __m512i q = act_single(ab + b);
-      const __m512 sums = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(offset_correction<W>(q), W::single(wb + b), q));
-      const __m512 scale = _mm512_mul_ps(pair_scale(wb[b].d, wb[b].d), pair_scale(ab[b].d, ab[b].d));
+      const __m512 sums =
+          _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(offset_correction<W>(q), W::single(wb + b), q));
+      const __m512 scale =
+          _mm512_mul_ps(pair_scale(wb[b].d, wb[b].d), pair_scale(ab[b].d, ab[b].d));
       acc = _mm512_mask3_fmadd_ps(scale, sums, acc, 0x00ff);
     }
     y[r] = hsum_halves(acc);
@@ -208,20 +217,26 @@ void gemm_blocks(int64_t n, const void* w, int64_t w_stride, int64_t nr, const v
   const uint8_t* at = ap + t * a_stride;
   float* yt = y + t * ldy;
   switch (nt - t) {
-    case 3: gemm_rows<W, 3>(nb, wp, w_stride, nr, at, a_stride, yt, ldy); break;
-    case 2: gemm_rows<W, 2>(nb, wp, w_stride, nr, at, a_stride, yt, ldy); break;
-    case 1:
-      if (!gemv_rows<W>(nb, wp, w_stride, nr, at, yt)) gemm_rows<W, 1>(nb, wp, w_stride, nr, at, a_stride, yt, ldy);
+    case 3:
+      gemm_rows<W, 3>(nb, wp, w_stride, nr, at, a_stride, yt, ldy);
       break;
-    default: break;
+    case 2:
+      gemm_rows<W, 2>(nb, wp, w_stride, nr, at, a_stride, yt, ldy);
+      break;
+    case 1:
+      if (!gemv_rows<W>(nb, wp, w_stride, nr, at, yt))
+        gemm_rows<W, 1>(nb, wp, w_stride, nr, at, a_stride, yt, ldy);
+      break;
+    default:
+      break;
   }
 }
 
 template <class W>
 float vec_dot_blocks(int64_t n, const void* w, const void* a) {
   float y = 0.0f;
-  gemm_tile<W, 1, 1>(n / kQK8_0, static_cast<const uint8_t*>(w), 0,
-                     static_cast<const uint8_t*>(a), 0, &y, 0);
+  gemm_tile<W, 1, 1>(n / kQK8_0, static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(a),
+                     0, &y, 0);
   return y;
 }
 

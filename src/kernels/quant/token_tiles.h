@@ -18,10 +18,17 @@ inline void for_token_tiles(int64_t n_tokens, Fn&& fn) {
   int64_t t = 0;
   for (; t + 4 <= n_tokens; t += 4) fn.template operator()<4>(t);
   switch (n_tokens - t) {
-    case 3: fn.template operator()<3>(t); break;
-    case 2: fn.template operator()<2>(t); break;
-    case 1: fn.template operator()<1>(t); break;
-    default: break;
+    case 3:
+      fn.template operator()<3>(t);
+      break;
+    case 2:
+      fn.template operator()<2>(t);
+      break;
+    case 1:
+      fn.template operator()<1>(t);
+      break;
+    default:
+      break;
   }
 }
 
@@ -29,22 +36,23 @@ inline void for_token_tiles(int64_t n_tokens, Fn&& fn) {
 // each by Kernel::tile<T, kPageKick>(n_blocks, weight row, activations of the tile,
 // a_stride, y of the row and tile, ldy).
 template <class Kernel, bool kPageKick>
-inline void gemm_rows_by_token_tiles(int64_t n_blocks, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                                     int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+inline void gemm_rows_by_token_tiles(int64_t n_blocks, const void* w, int64_t w_stride, int64_t nr,
+                                     const void* a, int64_t a_stride, int64_t nt, float* y,
+                                     int64_t ldy) {
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const uint8_t*>(a);
   for_token_tiles(nt, [&]<int T>(int64_t t) {
     for (int64_t r = 0; r < nr; ++r) {
-      Kernel::template tile<T, kPageKick>(n_blocks, wp + r * w_stride, ap + t * a_stride, a_stride, y + t * ldy + r,
-                                          ldy);
+      Kernel::template tile<T, kPageKick>(n_blocks, wp + r * w_stride, ap + t * a_stride, a_stride,
+                                          y + t * ldy + r, ldy);
     }
   });
 }
 
 // A row kernel's gemm entry point: with the page kick.
 template <class Kernel>
-inline void gemm_by_row_tiles(int64_t n_blocks, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                              int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+inline void gemm_by_row_tiles(int64_t n_blocks, const void* w, int64_t w_stride, int64_t nr,
+                              const void* a, int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
   gemm_rows_by_token_tiles<Kernel, true>(n_blocks, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
@@ -52,7 +60,8 @@ inline void gemm_by_row_tiles(int64_t n_blocks, const void* w, int64_t w_stride,
 template <class Kernel>
 inline float vec_dot_by_row_tile(int64_t n_blocks, const void* w, const void* a) {
   float y = 0.0f;
-  Kernel::template tile<1, false>(n_blocks, static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(a), 0, &y, 0);
+  Kernel::template tile<1, false>(n_blocks, static_cast<const uint8_t*>(w),
+                                  static_cast<const uint8_t*>(a), 0, &y, 0);
   return y;
 }
 

@@ -37,7 +37,8 @@ void gemm_by_vec_dot(int64_t n, const void* w, int64_t w_stride, int64_t n_rows,
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const uint8_t*>(a);
   for (int64_t t = 0; t < n_tokens; ++t) {
-    for (int64_t r = 0; r < n_rows; ++r) y[t * ldy + r] = vec_dot(n, wp + r * w_stride, ap + t * a_stride);
+    for (int64_t r = 0; r < n_rows; ++r)
+      y[t * ldy + r] = vec_dot(n, wp + r * w_stride, ap + t * a_stride);
   }
 }
 
@@ -62,20 +63,20 @@ Table build_reference() {
   check_block_size(DType::Q6_K_X16, sizeof(BlockQ6_Kx16), kQK_K);
   check_block_size(DType::Q8_K_X16A, sizeof(BlockQ8_Kx16A), kQK_K);
   Table t{};
-  add(t, {DType::F32, ref::f32_to_float, ref::f32_from_float, DType::F32,
-              ref::f32_vec_dot, gemm_by_vec_dot<ref::f32_vec_dot>});
-  add(t, {DType::F16, ref::f16_to_float, ref::f16_from_float, DType::F32,
-              ref::f16_vec_dot, gemm_by_vec_dot<ref::f16_vec_dot>});
-  add(t, {DType::BF16, ref::bf16_to_float, ref::bf16_from_float, DType::F32,
-              ref::bf16_vec_dot, gemm_by_vec_dot<ref::bf16_vec_dot>});
-  add(t, {DType::Q8_0, ref::q8_0_to_float, ref::q8_0_from_float, DType::Q8_0,
-              ref::q8_0_vec_dot, gemm_by_vec_dot<ref::q8_0_vec_dot>});
-  add(t, {DType::Q4_0, ref::q4_0_to_float, ref::q4_0_from_float, DType::Q8_0,
-              ref::q4_0_vec_dot, gemm_by_vec_dot<ref::q4_0_vec_dot>});
-  add(t, {DType::Q4_K, ref::q4_k_to_float, ref::q4_k_from_float, DType::Q8_K,
-              ref::q4_k_vec_dot, gemm_by_vec_dot<ref::q4_k_vec_dot>});
-  add(t, {DType::Q6_K, ref::q6_k_to_float, ref::q6_k_from_float, DType::Q8_K,
-              ref::q6_k_vec_dot, gemm_by_vec_dot<ref::q6_k_vec_dot>});
+  add(t, {DType::F32, ref::f32_to_float, ref::f32_from_float, DType::F32, ref::f32_vec_dot,
+          gemm_by_vec_dot<ref::f32_vec_dot>});
+  add(t, {DType::F16, ref::f16_to_float, ref::f16_from_float, DType::F32, ref::f16_vec_dot,
+          gemm_by_vec_dot<ref::f16_vec_dot>});
+  add(t, {DType::BF16, ref::bf16_to_float, ref::bf16_from_float, DType::F32, ref::bf16_vec_dot,
+          gemm_by_vec_dot<ref::bf16_vec_dot>});
+  add(t, {DType::Q8_0, ref::q8_0_to_float, ref::q8_0_from_float, DType::Q8_0, ref::q8_0_vec_dot,
+          gemm_by_vec_dot<ref::q8_0_vec_dot>});
+  add(t, {DType::Q4_0, ref::q4_0_to_float, ref::q4_0_from_float, DType::Q8_0, ref::q4_0_vec_dot,
+          gemm_by_vec_dot<ref::q4_0_vec_dot>});
+  add(t, {DType::Q4_K, ref::q4_k_to_float, ref::q4_k_from_float, DType::Q8_K, ref::q4_k_vec_dot,
+          gemm_by_vec_dot<ref::q4_k_vec_dot>});
+  add(t, {DType::Q6_K, ref::q6_k_to_float, ref::q6_k_from_float, DType::Q8_K, ref::q6_k_vec_dot,
+          gemm_by_vec_dot<ref::q6_k_vec_dot>});
   add(t, {DType::Q8_K, ref::q8_k_to_float, ref::q8_k_from_float, DType::Q8_K, nullptr, nullptr});
   add(t, {DType::Q4_0_X16, ref::q4_0_x16_to_float, ref::q4_0_x16_from_float, DType::Q8_0_X16A,
           ref::q4_0_x16_vec_dot, gemm_by_vec_dot<ref::q4_0_x16_vec_dot>});
@@ -167,9 +168,12 @@ const TypeTraits& lookup(const Table& table, DType t) {
 
 const char* kernel_isa_name(KernelIsa isa) {
   switch (isa) {
-    case KernelIsa::scalar: return "scalar";
-    case KernelIsa::avx2: return "avx2+fma";
-    case KernelIsa::avx512_vnni: return "avx512-vnni";
+    case KernelIsa::scalar:
+      return "scalar";
+    case KernelIsa::avx2:
+      return "avx2+fma";
+    case KernelIsa::avx512_vnni:
+      return "avx512-vnni";
   }
   return "?";
 }
