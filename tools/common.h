@@ -102,7 +102,7 @@ struct EngineFlags {
     return o;
   }
   DType kv_dtype() const {
-    if (kv_type == "auto") return kernels::cpu_has_avx512_bf16() ? DType::BF16 : DType::F16;
+    if (kv_type == "auto") return auto_kv_type();
     const auto t = dtype_from_name(kv_type);
     if (!t || (*t != DType::F32 && *t != DType::F16 && *t != DType::BF16)) {
       throw Error("--kv-type: expected f32, f16, bf16 or auto, got '" + kv_type + "'");

@@ -5,7 +5,6 @@
 #include "core/thread_pool.h"
 #include "engine/engine_core.h"
 #include "engine/output_processor.h"
-#include "kernels/quant/traits.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -23,7 +22,7 @@ DType kv_dtype(KvCacheType t) {
     case KvCacheType::kAuto:
       break;
   }
-  return kernels::cpu_has_avx512_bf16() ? DType::BF16 : DType::F16;
+  return auto_kv_type();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "engine/engine_trace.h"
+#include "kernels/quant/traits.h"
 
 namespace strata {
 namespace {
@@ -60,7 +61,16 @@ int64_t stream_pool_blocks(const EngineConfig& c) {
   return 2 * (c.scheduler.max_seqs * per_seq + chunks);
 }
 
+// Neither a token nor the prompt's logits: such a request finishes (length) unscheduled.
+bool asks_nothing(const RequestOptions& o) {
+  return o.stop.max_tokens == 0 && o.prompt_logits == 0;
+}
+
 }  // namespace
+
+DType auto_kv_type() {
+  return kernels::cpu_has_avx512_bf16() ? DType::BF16 : DType::F16;
+}
 
 std::string_view finish_reason_name(FinishReason reason) {
   switch (reason) {
@@ -159,7 +169,7 @@ RequestId EngineCore::add_request(std::vector<int32_t> prompt, const RequestOpti
   r->arrival_s = steady_now_s();
   scheduler_.add(std::move(r));
   // Nothing to compute or generate: finishes (length) at the next step.
-  if (o.stop.max_tokens == 0 && o.prompt_logits == 0) abort(id);
+  if (asks_nothing(o)) abort(id);
   return id;
 }
 
@@ -178,9 +188,8 @@ std::span<const RequestOutput> EngineCore::step() {
   for (RequestId id : pending_aborts_) {
     const Request* r = scheduler_.find(id);
     if (!r) continue;
-    const bool nothing_asked = r->options.stop.max_tokens == 0 && r->options.prompt_logits == 0;
-    scheduler_.finish(id, nothing_asked ? FinishReason::kLength : FinishReason::kAbort, outputs_,
-                      steady_now_s());
+    scheduler_.finish(id, asks_nothing(r->options) ? FinishReason::kLength : FinishReason::kAbort,
+                      outputs_, steady_now_s());
   }
   pending_aborts_.clear();
 

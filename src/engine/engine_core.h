@@ -44,6 +44,10 @@ struct EngineConfig {
   Tracer* tracer = nullptr;
 };
 
+// The KV element type of `--kv-type auto`: bf16 where the CPU has AVX512_BF16 (attention
+// as bf16 dot products), else f16.
+DType auto_kv_type();
+
 // The KV cache and manager an engine configuration gives for a model: the one sizing
 // rule, shared by the engine and the commands that drive the ModelRunner themselves.
 struct KvPlan {
