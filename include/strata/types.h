@@ -29,7 +29,9 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0.0f; }
 };
 
-enum class FinishReason { kNone, kStop, kLength, kAbort };
+// kError: the engine failed while running the request's batch (RequestOutput::error says
+// why); the engine itself goes on serving.
+enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
 std::string_view finish_reason_name(FinishReason reason);
 
 struct StopConditions {
@@ -63,6 +65,7 @@ struct RequestOutput {
   std::vector<TokenLogprob> logprobs;  // one per new token when asked
   std::vector<float> prompt_logits;  // [RequestOptions::prompt_logits][n_vocab], first output only
   FinishReason finish = FinishReason::kNone;
+  std::string error;  // finish == kError: what failed
   int32_t n_prompt = 0;
   int32_t n_cached_prompt = 0;  // prompt tokens served from the prefix cache
   int32_t n_generated = 0;      // total so far
@@ -86,6 +89,7 @@ struct EngineMetrics {
   int64_t preemptions = 0;
   int64_t prompt_tokens_total = 0, generation_tokens_total = 0;
   int64_t steps = 0;
+  int64_t step_failures = 0;  // forward passes that threw; their requests ended kError
   int64_t kv_evictions = 0;
   KvUsage kv_stream;              // the streaming heads' pool (sparse attention)
   uint64_t kv_bytes_in_use = 0;   // K/V bytes in blocks held by sequences, both pools

@@ -54,7 +54,11 @@ void ThreadPool::dispatch(JobFn fn, void* ctx) {
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  fn(ctx, 0, n_threads_);
+  try {
+    fn(ctx, 0, n_threads_);
+  } catch (...) {
+    record_failure();
+  }
   // Spin briefly, then yield: on an oversubscribed machine a worker may need our core.
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < kSpinIterations) {
@@ -63,6 +67,23 @@ void ThreadPool::dispatch(JobFn fn, void* ctx) {
       std::this_thread::yield();
     }
   }
+  if (job_failed_.load(std::memory_order_acquire)) {
+    // Every thread has left the job: a barrier it abandoned may hold stale arrivals.
+    barrier_arrived_.store(0, std::memory_order_relaxed);
+    std::exception_ptr error;
+    {
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      error = std::exchange(job_error_, nullptr);
+    }
+    job_failed_.store(false, std::memory_order_release);
+    std::rethrow_exception(error);
+  }
+}
+
+void ThreadPool::record_failure() {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  if (!job_error_) job_error_ = std::current_exception();
+  job_failed_.store(true, std::memory_order_release);
 }
 
 void ThreadPool::worker_loop(int tid) {
@@ -81,7 +102,11 @@ void ThreadPool::worker_loop(int tid) {
     if (stop_.load()) return;
     // Written before the increment we acquired, and not rewritten before this worker
     // decrements pending_ below (the caller waits for that).
-    job_fn_(job_ctx_, tid, n_threads_);
+    try {
+      job_fn_(job_ctx_, tid, n_threads_);
+    } catch (...) {
+      record_failure();
+    }
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
@@ -96,6 +121,7 @@ void ThreadPool::team_barrier() {
     return;
   }
   for (int spins = 0; barrier_released_.load(std::memory_order_acquire) == released; ++spins) {
+    check_not_abandoned();
     if (spins < kBarrierSpinIterations) {
       cpu_relax();
     } else {
@@ -106,6 +132,7 @@ void ThreadPool::team_barrier() {
 
 void ThreadPool::wait_until_set(const std::atomic<bool>& flag) {
   for (int spins = 0; !flag.load(std::memory_order_acquire); ++spins) {
+    check_not_abandoned();
     if (spins < kBarrierSpinIterations) {
       cpu_relax();
     } else {

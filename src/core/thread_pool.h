@@ -3,6 +3,10 @@
 // after each job, because a decode step issues many small jobs back to back, and then
 // sleep on a condition variable so an idle engine costs no CPU.
 // run() does not allocate: the job is passed as a type-erased reference.
+//
+// A job that throws on any thread does not take the process down: the first exception is
+// kept, threads waiting for the failed one (team_barrier, wait_until_set) give up, and
+// run() rethrows it on the caller once every thread has left the job.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +14,7 @@
 #include <climits>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -93,8 +98,8 @@ class ThreadPool {
 
   // Returns once `flag` is set (acquire). Spins, then yields, as team_barrier does: for a
   // thread of a job waiting on another's short step (a decode matmul's input), which may
-  // have lost its core.
-  static void wait_until_set(const std::atomic<bool>& flag);
+  // have lost its core. Called from inside a run() job.
+  void wait_until_set(const std::atomic<bool>& flag);
 
   // Physical cores of this machine (falls back to hardware_concurrency).
   static int default_threads();
@@ -132,6 +137,13 @@ class ThreadPool {
   bool steal(int tid);
 
   void worker_loop(int tid);
+  // Keeps the first exception of the current job and tells waiting threads to give up.
+  void record_failure();
+  // Thrown out of a wait whose awaited thread has failed; never escapes run().
+  struct Abandoned {};
+  void check_not_abandoned() const {
+    if (job_failed_.load(std::memory_order_relaxed)) throw Abandoned{};
+  }
 
   int n_threads_;
   std::vector<std::thread> workers_;
@@ -143,6 +155,9 @@ class ThreadPool {
   JobFn job_fn_ = nullptr;
   void* job_ctx_ = nullptr;
   std::vector<StealRange> ranges_;  // one per thread, for parallel_for_stealing
+  std::atomic<bool> job_failed_{false};
+  std::mutex error_mutex_;
+  std::exception_ptr job_error_;  // the current job's first exception
   // team_barrier(): arrivals at the current barrier, and how many barriers have released.
   alignas(64) std::atomic<int> barrier_arrived_{0};
   alignas(64) std::atomic<uint64_t> barrier_released_{0};

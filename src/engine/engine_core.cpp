@@ -80,6 +80,8 @@ std::string_view finish_reason_name(FinishReason reason) {
       return "length";
     case FinishReason::kAbort:
       return "abort";
+    case FinishReason::kError:
+      return "error";
     case FinishReason::kNone:
       break;
   }
@@ -204,10 +206,30 @@ std::span<const RequestOutput> EngineCore::step() {
   if (plan.empty()) return outputs_.view();
   ++steps_;
   span.end();
-  const RunnerOutput& result = runner_.execute(plan);
+  const RunnerOutput* result = nullptr;
+  try {
+    result = &runner_.execute(plan);
+  } catch (const std::exception& e) {
+    fail_batch(plan, e.what());
+    return outputs_.view();
+  }
   TraceSpan update_span(config_.tracer, "update", kTraceScheduler);
-  scheduler_.update_from_output(plan, result, outputs_);
+  scheduler_.update_from_output(plan, *result, outputs_);
   return outputs_.view();
+}
+
+// A failed forward pass has changed nothing the scheduler relies on: requests advance
+// (n_computed, committed blocks, prefix-cache registration) only in update_from_output.
+// Ending the batch's requests frees their blocks, KV slots the pass may have half written
+// included, so the other requests and the cache stay valid and the engine goes on.
+void EngineCore::fail_batch(const SchedulerOutput& plan, const std::string& what) {
+  ++step_failures_;
+  const double now = steady_now_s();
+  for (const auto& s : plan.scheduled) {
+    const RequestId id = s.request->id;
+    if (scheduler_.finish(id, FinishReason::kError, outputs_, now))
+      outputs_.last().error = "the forward pass failed: " + what;
+  }
 }
 
 EngineMetrics EngineCore::metrics() const {
@@ -221,6 +243,7 @@ EngineMetrics EngineCore::metrics() const {
   m.prompt_tokens_total = scheduler_.stats().prompt_tokens;
   m.generation_tokens_total = scheduler_.stats().generation_tokens;
   m.steps = steps_;
+  m.step_failures = step_failures_;
   m.kv_evictions = kv_.evictions();
   m.kv_stream = kv_.stream_usage();
   const auto bs = static_cast<uint64_t>(config_.block_size);

@@ -82,6 +82,8 @@ class EngineCore {
   const ModelConfig& model_config() const { return model_.config(); }
 
  private:
+  void fail_batch(const SchedulerOutput& plan, const std::string& what);
+
   Model& model_;
   EngineConfig config_;
   KvPlan plan_;
@@ -91,6 +93,7 @@ class EngineCore {
   Scheduler scheduler_;
   RequestId next_id_ = 1;
   int64_t steps_ = 0;
+  int64_t step_failures_ = 0;
   std::vector<RequestId> pending_aborts_;
   StepOutputs outputs_;
 };

@@ -1,12 +1,14 @@
 #include "engine/engine_loop.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "core/error.h"
 
 namespace strata {
 
-EngineLoop::EngineLoop(EngineCore& engine) : engine_(engine), metrics_(engine.metrics()) {
+EngineLoop::EngineLoop(EngineCore& engine, std::function<void(const std::string&)> on_fatal)
+    : engine_(engine), on_fatal_(std::move(on_fatal)), metrics_(engine.metrics()) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -25,6 +27,7 @@ RequestId EngineLoop::submit(std::vector<int32_t> prompt, const RequestOptions& 
   const RequestId id = next_id_.fetch_add(1);
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (!failure_.empty()) throw Error("the engine has failed: " + failure_);
     if (stop_) throw Error("engine is shutting down");
     submissions_.push_back({id, std::move(prompt), options, std::move(on_output)});
     ++in_flight_;
@@ -84,12 +87,13 @@ void EngineLoop::run() {
         const RequestId eid = engine_.add_request(std::move(p.prompt), p.options);
         to_engine_[p.id] = eid;
         from_engine_[eid] = {p.id, std::move(p.callback)};
-      } catch (const Error&) {
+      } catch (const std::exception& e) {
         // Validated at submit; a failure here still ends the request cleanly.
         RequestOutput o;
         o.id = p.id;
-        o.finish = FinishReason::kAbort;
-        p.callback(o);
+        o.finish = FinishReason::kError;
+        o.error = e.what();
+        deliver(p.callback, o);
         std::lock_guard<std::mutex> lock(mutex_);
         --in_flight_;
       }
@@ -105,7 +109,16 @@ void EngineLoop::run() {
     aborts.clear();
 
     size_t finished = 0;
-    const std::span<const RequestOutput> outputs = engine_.step();
+    std::span<const RequestOutput> outputs;
+    try {
+      outputs = engine_.step();
+    } catch (const std::exception& e) {
+      // The engine contains a failed forward pass itself (its batch ends kError). A
+      // throw out of step() came from the scheduler or the KV bookkeeping, whose state
+      // is now unknown: end every request and refuse new ones rather than serve from it.
+      fail(std::string("engine step failed: ") + e.what());
+      break;
+    }
     {
       // Refresh the snapshot before the callbacks run, so a client that reads the
       // metrics right after its request finished sees that request's effects.
@@ -117,7 +130,7 @@ void EngineLoop::run() {
       if (it == from_engine_.end()) continue;
       RequestOutput o = out;
       o.id = it->second.first;
-      it->second.second(o);
+      deliver(it->second.second, o);
       if (o.finished()) {
         to_engine_.erase(o.id);
         from_engine_.erase(it);
@@ -130,19 +143,62 @@ void EngineLoop::run() {
     }
     if (finished > 0) idle_.notify_all();
   }
-  // Shutdown: end whatever is left so every callback sees a final output.
-  for (auto& [eid, entry] : from_engine_) {
-    RequestOutput o;
-    o.id = entry.first;
-    o.finish = FinishReason::kAbort;
-    entry.second(o);
+  // Shutdown (or failure): end whatever is left so every callback sees a final output.
+  std::string error;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    error = failure_;
   }
-  for (auto& p : submissions_) {
+  const FinishReason reason = error.empty() ? FinishReason::kAbort : FinishReason::kError;
+  auto end = [&](RequestId id, const Callback& callback) {
     RequestOutput o;
-    o.id = p.id;
-    o.finish = FinishReason::kAbort;
-    p.callback(o);
+    o.id = id;
+    o.finish = reason;
+    o.error = error;
+    deliver(callback, o);
+  };
+  for (auto& [eid, entry] : from_engine_) end(entry.first, entry.second);
+  from_engine_.clear();
+  to_engine_.clear();
+  std::vector<Pending> left;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    left.swap(submissions_);
   }
+  for (auto& p : submissions) end(p.id, p.callback);
+  for (auto& p : left) end(p.id, p.callback);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_flight_ = 0;
+  }
+  idle_.notify_all();
+}
+
+void EngineLoop::fail(const std::string& what) {
+  std::fprintf(stderr, "strata: %s; ending all %zu requests\n", what.c_str(), in_flight());
+  std::function<void(const std::string&)> on_fatal;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure_ = what;
+    on_fatal = on_fatal_;
+  }
+  if (on_fatal) on_fatal(what);
+}
+
+// A callback that throws must not take the engine thread down with it; the request it
+// concerns is the callback owner's to end.
+void EngineLoop::deliver(const Callback& callback, const RequestOutput& o) {
+  try {
+    callback(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata: output callback of request %llu failed: %s\n",
+                 static_cast<unsigned long long>(o.id), e.what());
+  }
+}
+
+std::string EngineLoop::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
 }
 
 }  // namespace strata

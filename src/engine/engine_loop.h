@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -20,7 +21,11 @@ class EngineLoop {
  public:
   using Callback = std::function<void(const RequestOutput&)>;
 
-  explicit EngineLoop(EngineCore& engine);
+  // `on_fatal` (optional) is called once, on the engine thread, if the engine fails in a
+  // way that leaves its state unknown (see run()); every request has ended kError by then
+  // and submit() refuses new ones.
+  explicit EngineLoop(EngineCore& engine,
+                      std::function<void(const std::string&)> on_fatal = nullptr);
   ~EngineLoop();  // aborts whatever is left and joins the thread
   EngineLoop(const EngineLoop&) = delete;
   EngineLoop& operator=(const EngineLoop&) = delete;
@@ -39,6 +44,8 @@ class EngineLoop {
   EngineMetrics metrics() const;
   // Blocks until nothing is in flight or `timeout_s` passes; true if idle.
   bool wait_idle(double timeout_s);
+  // Why the engine failed; empty while it works.
+  std::string failure() const;
 
  private:
   struct Pending {
@@ -48,6 +55,8 @@ class EngineLoop {
     Callback callback;
   };
   void run();
+  void fail(const std::string& what);
+  static void deliver(const Callback& callback, const RequestOutput& o);
 
   EngineCore& engine_;
   mutable std::mutex mutex_;
@@ -56,6 +65,8 @@ class EngineLoop {
   std::vector<Pending> submissions_;
   std::vector<RequestId> aborts_;
   bool stop_ = false;
+  std::string failure_;
+  std::function<void(const std::string&)> on_fatal_;
   std::atomic<RequestId> next_id_{1};
   size_t in_flight_ = 0;
   EngineMetrics metrics_;

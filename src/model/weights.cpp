@@ -1,8 +1,11 @@
 #include "model/weights.h"
 
+#include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "core/error.h"
+#include "kernels/cpu/matmul.h"
 #include "kernels/quant/interleaved.h"
 #include "kernels/quant/traits.h"
 
@@ -40,7 +43,7 @@ class Binder {
     kernels::type_traits(t.type);  // throws for types without kernels
     WeightMatrix m;
     m.type = t.type;
-    m.data = f_.tensor_data(t);
+    m.data = aligned_data(name, t);
     m.rows = rows;
     m.cols = cols;
     m.row_bytes = static_cast<size_t>(t.n_bytes / static_cast<uint64_t>(rows));
@@ -54,11 +57,33 @@ class Binder {
                   ", expected [" + std::to_string(n) + "]");
     }
     std::vector<float> out(static_cast<size_t>(n));
-    kernels::type_traits(t.type).to_float(f_.tensor_data(t), out.data(), n);
+    kernels::type_traits(t.type).to_float(aligned_data(name, t), out.data(), n);
+    // Norm weights and biases scale every activation: one NaN would poison every token.
+    for (int64_t i = 0; i < n; ++i) {
+      if (!std::isfinite(out[static_cast<size_t>(i)])) {
+        throw Error(f_.name() + ": tensor '" + name + "' holds a non-finite value at index " +
+                    std::to_string(i));
+      }
+    }
     return out;
   }
 
  private:
+  // The kernels read blocks through typed pointers: a tensor at an address its type's
+  // block struct cannot sit at (a file with general.alignment = 1, say) is refused here,
+  // at load, rather than failing inside the first forward pass.
+  const uint8_t* aligned_data(const std::string& name, const gguf::TensorInfo& t) const {
+    const uint8_t* data = f_.tensor_data(t);
+    const size_t align = kernels::matmul_weight_alignment(t.type);
+    if (reinterpret_cast<uintptr_t>(data) % align != 0) {
+      throw Error(f_.name() + ": tensor '" + name + "' of type " + std::string(dtype_name(t.type)) +
+                  " is at file offset " + std::to_string(f_.data_offset() + t.offset) +
+                  ", not aligned to " + std::to_string(align) +
+                  " bytes (general.alignment = " + std::to_string(f_.alignment()) + ")");
+    }
+    return data;
+  }
+
   gguf::GgufFile& f_;
   bool repack_;
 };

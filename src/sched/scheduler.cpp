@@ -16,6 +16,7 @@ RequestOutput& StepOutputs::add(RequestId id) {
   o.logprobs.clear();
   o.prompt_logits.clear();
   o.finish = FinishReason::kNone;
+  o.error.clear();
   o.n_prompt = o.n_cached_prompt = o.n_generated = 0;
   o.queue_s = o.ttft_s = o.e2e_s = 0;
   return o;

@@ -37,6 +37,7 @@ struct SchedulerConfig {
 class StepOutputs {
  public:
   RequestOutput& add(RequestId id);
+  RequestOutput& last() { return outputs_[n_ - 1]; }  // the one add() returned last
   void clear() { n_ = 0; }
   std::span<const RequestOutput> view() const { return {outputs_.data(), n_}; }
 

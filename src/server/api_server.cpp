@@ -158,7 +158,7 @@ void ApiServer::generate(ApiKind kind, const HttpRequest& req,
   try {
     prompts = kind == ApiKind::kChat
                   ? std::vector<PreparedPrompt>{prompts_->chat_prompt(gr.messages)}
-                  : prompts_->completion_prompts(gr.prompts);
+                  : prompts_->completion_prompts(gr.prompts, gr.parse_special);
   } catch (const Error& e) {
     throw ApiError(400, std::string("prompt: ") + e.what(), "prompt");
   }
@@ -200,7 +200,8 @@ std::string ApiServer::tokenize(const HttpRequest& req) const {
     const auto prompt = f.string("prompt");
     if (!prompt) throw invalid_field("prompt", "is required (a string), or give messages");
     try {
-      ids = prompts_->tokenize(*prompt, f.boolean("add_special_tokens").value_or(true));
+      ids = prompts_->tokenize(*prompt, f.boolean("add_special_tokens").value_or(true),
+                               f.boolean("parse_special").value_or(false));
     } catch (const Error& e) {
       throw ApiError(400, std::string("prompt: ") + e.what(), "prompt");
     }

@@ -115,6 +115,7 @@ void GenerationJob::on_output(size_t i, const RequestOutput& o, double t) {
     ctx_.admission.release(1);
     ctx_.metrics.request_queue_time.observe(o.queue_s);
   }
+  if (o.finish == FinishReason::kError && error_.empty()) error_ = o.error;
   if (completed_ || s.finish != FinishReason::kNone) return;
   record_timing(s, o, t);
   s.n_cached = o.n_cached_prompt;
@@ -206,25 +207,32 @@ Usage GenerationJob::usage() const {
 void GenerationJob::complete() {
   completed_ = true;
   const double t = steady_now_s();
-  bool aborted = false;
+  bool aborted = false, failed = false;
   double first_token = -1;
   for (const Sequence& s : seqs_) {
     aborted = aborted || s.finish == FinishReason::kAbort;
+    failed = failed || s.finish == FinishReason::kError;
     if (s.first_token_s >= 0 && (first_token < 0 || s.first_token_s < first_token))
       first_token = s.first_token_s;
   }
   const Usage u = usage();
-  const ApiError shutdown_error(503, "the request was aborted: the server is shutting down");
-  access_.status = client_gone_ ? 499 : aborted ? 503 : 200;
+  // A failed sequence fails the request (500, the engine's reason); an aborted one means
+  // the server is going away (503).
+  const ApiError end_error =
+      failed ? ApiError(500, "the engine failed while running this request: " + error_, "",
+                        "engine_error")
+             : ApiError(503, "the request was aborted: the server is shutting down");
+  aborted = aborted || failed;
+  access_.status = client_gone_ ? 499 : aborted ? end_error.status() : 200;
   access_.prompt_tokens = u.prompt_tokens;
   access_.completion_tokens = u.completion_tokens;
   access_.ttft_s = first_token >= 0 ? first_token - arrival_s_ : -1;
   access_.total_s = t - arrival_s_;
-  if (aborted && !client_gone_) ctx_.metrics.count_error(503);
+  if (aborted && !client_gone_) ctx_.metrics.count_error(end_error.status());
 
   if (request_.stream) {
     if (!client_gone_) {
-      if (aborted) responder_->write("data: " + error_body(shutdown_error) + "\n\n");
+      if (aborted) responder_->write("data: " + error_body(end_error) + "\n\n");
       if (request_.include_usage) {
         json chunk = response_json(header_, json::array());
         chunk["usage"] = usage_json(u);
@@ -234,7 +242,7 @@ void GenerationJob::complete() {
     }
     responder_->finish();
   } else if (aborted || client_gone_) {
-    responder_->send({503, "application/json", error_body(shutdown_error), {}});
+    responder_->send({end_error.status(), "application/json", error_body(end_error), {}});
   } else {
     json choices = json::array();
     for (Sequence& s : seqs_) {

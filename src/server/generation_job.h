@@ -86,6 +86,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   std::vector<Sequence> seqs_;
   size_t n_answered_ = 0;
   bool client_gone_ = false, completed_ = false;
+  std::string error_;  // the engine's reason for the first sequence that ended kError
 };
 
 }  // namespace strata::server

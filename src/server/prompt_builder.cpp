@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/control_text_guard.h"
 
 namespace strata::server {
 
@@ -14,13 +15,13 @@ PromptBuilder::PromptBuilder(Tokenizer tokenizer, const std::string& template_so
 }
 
 std::vector<PreparedPrompt> PromptBuilder::completion_prompts(
-    const std::vector<PromptInput>& prompts) const {
+    const std::vector<PromptInput>& prompts, bool parse_special) const {
   std::vector<PreparedPrompt> out;
   out.reserve(prompts.size());
   for (const PromptInput& p : prompts) {
     PreparedPrompt pp;
     if (const auto* text = std::get_if<std::string>(&p)) {
-      pp.ids = tokenizer_.encode(*text, tokenizer_.add_bos(), /*parse_special=*/false);
+      pp.ids = tokenizer_.encode(*text, tokenizer_.add_bos(), parse_special);
       pp.text = *text;
     } else {
       pp.ids = std::get<std::vector<int32_t>>(p);
@@ -38,19 +39,25 @@ PreparedPrompt PromptBuilder::chat_prompt(const nlohmann::json& messages,
   ro.bos_token = bos_text_;
   ro.eos_token = eos_text_;
   PreparedPrompt pp;
+  ControlTextGuard guard(tokenizer_);
+  const bool guarded = guard.scan(messages, template_.source());
   try {
-    pp.text = template_.render(messages, ro);
+    pp.text = template_.render(guarded ? guard.protected_messages() : messages, ro);
   } catch (const Error& e) {
     throw ApiError(400, std::string("messages: the chat template failed: ") + e.what(), "messages");
   }
-  // Templates that write the BOS text themselves must not get a second BOS.
-  const bool has_bos = !bos_text_.empty() && pp.text.starts_with(bos_text_);
-  pp.ids = tokenizer_.encode(pp.text, tokenizer_.add_bos() && !has_bos, /*parse_special=*/true);
+  const std::vector<TextSpan> plain = guard.restore(pp.text);
+  // Templates that write the BOS text themselves must not get a second BOS (a message
+  // that starts the prompt with it does not count).
+  const bool has_bos = !bos_text_.empty() && pp.text.starts_with(bos_text_) &&
+                       (plain.empty() || plain.front().offset > 0);
+  pp.ids = tokenizer_.encode_guarded(pp.text, tokenizer_.add_bos() && !has_bos, plain);
   return pp;
 }
 
-std::vector<int32_t> PromptBuilder::tokenize(const std::string& text, bool add_special) const {
-  return tokenizer_.encode(text, add_special && tokenizer_.add_bos(), /*parse_special=*/false);
+std::vector<int32_t> PromptBuilder::tokenize(const std::string& text, bool add_special,
+                                             bool parse_special) const {
+  return tokenizer_.encode(text, add_special && tokenizer_.add_bos(), parse_special);
 }
 
 }  // namespace strata::server

@@ -24,15 +24,18 @@ class PromptBuilder {
   // `template_source` empty: the ChatML default. A template that does not parse throws.
   PromptBuilder(Tokenizer tokenizer, const std::string& template_source);
 
-  // Text prompts get the model's BOS (as `strata run` does); special-token text in
-  // them stays plain text.
-  std::vector<PreparedPrompt> completion_prompts(const std::vector<PromptInput>& prompts) const;
+  // Text prompts get the model's BOS (as `strata run` does); control-token text in them
+  // stays plain text unless `parse_special` (the request's "parse_special": true).
+  std::vector<PreparedPrompt> completion_prompts(const std::vector<PromptInput>& prompts,
+                                                 bool parse_special = false) const;
   // Renders `messages` (validated role/content objects) and tokenizes the result with
-  // special tokens parsed; a template error is a 400 naming `messages`.
+  // special tokens parsed in the template's own text only, never in the messages' (see
+  // control_text_guard.h); a template error is a 400 naming `messages`.
   PreparedPrompt chat_prompt(const nlohmann::json& messages,
                              bool add_generation_prompt = true) const;
   // Plain tokenization for /tokenize.
-  std::vector<int32_t> tokenize(const std::string& text, bool add_special) const;
+  std::vector<int32_t> tokenize(const std::string& text, bool add_special,
+                                bool parse_special = false) const;
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const std::string& template_name() const { return template_.name(); }

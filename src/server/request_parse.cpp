@@ -153,6 +153,7 @@ GenerationRequest parse_generation_request(const json& body, ApiKind kind,
   if (kind == ApiKind::kCompletion) {
     r.prompts = parse_prompts(f);
     r.echo = f.boolean("echo").value_or(false);
+    r.parse_special = f.boolean("parse_special").value_or(false);
   } else {
     r.messages = parse_messages(f);
   }

@@ -37,6 +37,7 @@ struct GenerationRequest {
   bool stream = false;
   bool include_usage = false;     // stream_options.include_usage
   bool echo = false;              // completions: the prompt text precedes the output
+  bool parse_special = false;     // completions: control-token text in prompts becomes tokens
   bool max_tokens_given = false;  // chat without it generates up to the context
   std::optional<uint64_t> seed;   // choice i samples with seed + i
   RequestOptions options;         // shared by every choice (logprobs >= 0 asks for them)

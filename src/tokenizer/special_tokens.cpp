@@ -5,6 +5,8 @@
 
 namespace strata::tok {
 
+using strata::TextSpan;
+
 void SpecialMatcher::build(const std::vector<std::string>& texts,
                            const std::vector<TokenType>& types) {
   always_.assign(texts.size(), 0);
@@ -27,8 +29,20 @@ void SpecialMatcher::build(const std::vector<std::string>& texts,
   std::sort(lengths_.begin(), lengths_.end(), std::greater<>());
 }
 
-void SpecialMatcher::split(std::string_view text, bool parse_special,
-                           std::vector<Fragment>& out) const {
+namespace {
+
+// Whether [offset, offset + length) overlaps one of the sorted spans.
+bool overlaps(std::span<const TextSpan> spans, size_t offset, size_t length) {
+  // The first span ending after `offset`; it overlaps if it starts before the end.
+  const auto it = std::partition_point(
+      spans.begin(), spans.end(), [&](const TextSpan& s) { return s.offset + s.length <= offset; });
+  return it != spans.end() && it->offset < offset + length;
+}
+
+}  // namespace
+
+void SpecialMatcher::split(std::string_view text, bool parse_special, std::vector<Fragment>& out,
+                           std::span<const TextSpan> plain) const {
   out.clear();
   struct Match {
     uint32_t length;
@@ -42,7 +56,10 @@ void SpecialMatcher::split(std::string_view text, bool parse_special,
       for (uint32_t length : lengths_) {
         if (length > text.size() - pos) continue;
         const int32_t id = map_.find(text.substr(pos, length));
-        if (id >= 0 && (parse_special || always_[id])) matches.push_back({length, id, pos});
+        if (id < 0) continue;
+        const bool allowed =
+            always_[id] || (parse_special && (plain.empty() || !overlaps(plain, pos, length)));
+        if (allowed) matches.push_back({length, id, pos});
       }
     }
   }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,7 +29,13 @@ class SpecialMatcher {
   // priority: longer token texts first (then lower id), each taking its leftmost
   // non-overlapping occurrences in the text not yet taken, which is the order in which
   // llama.cpp splits.
-  void split(std::string_view text, bool parse_special, std::vector<Fragment>& out) const;
+  // `plain`: sorted, non-overlapping spans of `text` in which control and unknown tokens
+  // never match, even with parse_special (text a user wrote, inside a rendered chat
+  // prompt); user-defined tokens still do.
+  void split(std::string_view text, bool parse_special, std::vector<Fragment>& out,
+             std::span<const strata::TextSpan> plain = {}) const;
+  // Whether token `id` matches without parse_special (a user-defined token).
+  bool always_matches(int32_t id) const { return always_[static_cast<size_t>(id)] != 0; }
 
   bool empty() const { return map_.size() == 0; }
 

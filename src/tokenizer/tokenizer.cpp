@@ -72,6 +72,27 @@ Tokenizer Tokenizer::from_vocab(VocabData data) {
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
                                        bool parse_special) const {
+  return encode_impl(text, add_bos, parse_special, {});
+}
+
+std::vector<int32_t> Tokenizer::encode_guarded(std::string_view text, bool add_bos,
+                                               std::span<const TextSpan> plain) const {
+  return encode_impl(text, add_bos, true, plain);
+}
+
+std::vector<TextSpan> Tokenizer::control_token_spans(std::string_view text) const {
+  std::vector<tok::Fragment> fragments;
+  impl_->specials.split(text, true, fragments);
+  std::vector<TextSpan> spans;
+  for (const tok::Fragment& f : fragments) {
+    if (f.token >= 0 && !impl_->specials.always_matches(f.token))
+      spans.push_back({f.offset, f.length});
+  }
+  return spans;
+}
+
+std::vector<int32_t> Tokenizer::encode_impl(std::string_view text, bool add_bos, bool parse_special,
+                                            std::span<const TextSpan> plain) const {
   const TokenizerImpl& t = *impl_;
   if (text.size() >= (size_t{1} << 31)) {
     throw Error("tokenizer: text of " + std::to_string(text.size()) +
@@ -82,7 +103,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
   if (add_bos && t.add_bos) out.push_back(t.bos);
   if (!text.empty()) {
     std::vector<tok::Fragment> fragments;
-    t.specials.split(text, parse_special, fragments);
+    t.specials.split(text, parse_special, fragments, plain);
     if (t.kind == ModelKind::kSpm) {
       encode_spm(t, text, fragments, out);
     } else {

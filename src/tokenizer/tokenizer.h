@@ -42,6 +42,15 @@ class Tokenizer {
   //   when false it is tokenized as plain text. User-defined tokens are always matched,
   //   as in llama.cpp and Hugging Face tokenizers (they are ordinary added words).
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
+  // The same with parse_special, except that control tokens never match inside the
+  // `plain` spans (sorted, non-overlapping): a rendered chat prompt, in which only the
+  // template's own text may become control tokens, not the messages' (see
+  // server/prompt_builder.h).
+  std::vector<int32_t> encode_guarded(std::string_view text, bool add_bos,
+                                      std::span<const TextSpan> plain) const;
+  // Where `text` holds the text of a control or unknown token (the texts encode() with
+  // parse_special turns into such tokens), in order.
+  std::vector<TextSpan> control_token_spans(std::string_view text) const;
 
   // Concatenated token_to_piece() of `ids`. skip_special drops control and unknown tokens
   // (BOS, EOS, <|im_end|>, ...). For llama models the space that encode() put before the
@@ -75,6 +84,8 @@ class Tokenizer {
  private:
   friend class StreamingDecoder;
   explicit Tokenizer(std::shared_ptr<const tok::TokenizerImpl> impl);
+  std::vector<int32_t> encode_impl(std::string_view text, bool add_bos, bool parse_special,
+                                   std::span<const TextSpan> plain) const;
   std::shared_ptr<const tok::TokenizerImpl> impl_;
 };
 

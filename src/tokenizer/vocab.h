@@ -2,6 +2,7 @@
 // tokenizer.ggml.*. Tokenizer::from_vocab validates it; vocab_from_gguf reads it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,6 +15,12 @@ class GgufFile;
 }
 
 // tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
+// A byte range of a text.
+struct TextSpan {
+  size_t offset = 0;
+  size_t length = 0;
+};
+
 enum class TokenType : int32_t {
   kUndefined = 0,
   kNormal = 1,

@@ -105,7 +105,7 @@ void check_args(DType wtype, const void* w, int64_t rows, int64_t cols, const fl
   if (w == nullptr || y == nullptr || (x == nullptr && cols > 0)) {
     throw Error("matmul: null weight, activation or output pointer");
   }
-  const uintptr_t align = wtype == DType::F32 ? 4 : 2;
+  const uintptr_t align = matmul_weight_alignment(wtype);
   if (reinterpret_cast<uintptr_t>(w) % align != 0) {
     throw Error("matmul: weights of type " + std::string(dtype_name(wtype)) +
                 " must be aligned to " + std::to_string(align) + " bytes");
@@ -207,7 +207,7 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
       return;
     }
     prefetch_groups(plans, n_plans, g0, g1, kStartPrefetchBytes, input_ready);
-    ThreadPool::wait_until_set(input_ready);
+    pool.wait_until_set(input_ready);
   };
   pool.parallel_for_stealing(n_groups, claim, start, [&](int64_t g0, int64_t g1) {
     for (size_t j = 0; j < n_plans; ++j) {

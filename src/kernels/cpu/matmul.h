@@ -28,6 +28,13 @@ void set_prepare(MatmulHooks& h, Prepare& fn) {
   h.prepare_ctx = &fn;
 }
 
+// The alignment matmul requires of a weight matrix of type `wtype` (its block struct's:
+// 2 bytes for the fp16-scaled blocks and F16/BF16, 4 for F32). Weight binding checks it
+// at load, so a file with misaligned tensors is refused there, naming the tensor.
+inline size_t matmul_weight_alignment(DType wtype) {
+  return wtype == DType::F32 ? 4 : 2;
+}
+
 // y[t*rows + r] = dot(W row r, x row t) for t in [0,n_tokens), r in [0,rows).
 // W: `rows` rows of `cols` elements of type `wtype`, each row stored contiguously
 //    (row_bytes(wtype, cols) bytes), aligned to its block struct (2 bytes; 4 for F32).
