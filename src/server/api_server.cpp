@@ -47,7 +47,7 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-ApiServer::ApiServer(ApiConfig config) : config_(std::move(config)) {}
+ApiServer::ApiServer(ApiConfig config) : config_(std::move(config)), prepare_(config_.prepare) {}
 
 void ApiServer::attach(const EngineCore& engine, EngineLoop& loop, const PromptBuilder& prompts,
                        int64_t max_running) {
@@ -83,15 +83,57 @@ void ApiServer::handle(HttpRequest req, std::shared_ptr<Responder> responder) {
       return reply(responder, access, std::move(r), req.received_s);
     }
     if (route->endpoint != Endpoint::kHealth) check_auth(req);
-    dispatch(route->endpoint, req, responder, access);
+    switch (route->endpoint) {
+      case Endpoint::kCompletions:
+      case Endpoint::kChat:
+      case Endpoint::kTokenize:
+      case Endpoint::kDetokenize:
+        return post_prepared(route->endpoint, std::move(req), responder, std::move(access));
+      default:
+        return dispatch(route->endpoint, req, responder, access);
+    }
   } catch (const ApiError& e) {
-    metrics_.count_error(e.status());
-    reply(responder, access, {e.status(), "application/json", error_body(e), {}}, req.received_s);
+    fail(responder, access, e, req.received_s);
   } catch (const std::exception& e) {
-    const ApiError internal(500, std::string("internal error: ") + e.what());
-    metrics_.count_error(500);
-    reply(responder, access, {500, "application/json", error_body(internal), {}}, req.received_s);
+    fail_internal(responder, access, e, req.received_s);
   }
+}
+
+void ApiServer::post_prepared(Endpoint endpoint, HttpRequest req,
+                              std::shared_ptr<Responder> responder, AccessRecord access) {
+  if (!ready_.load()) throw ApiError(503, "the model is still loading");
+  // Shared: the task must be copyable (std::function), the body must not be copied.
+  auto request = std::make_shared<const HttpRequest>(std::move(req));
+  const bool posted =
+      prepare_.try_post([this, endpoint, request, responder, access](bool expired) mutable {
+        try {
+          if (expired) {
+            throw ApiError(503, shutting_down_.load()
+                                    ? "the server is shutting down"
+                                    : "the request waited too long to be prepared; retry later");
+          }
+          dispatch(endpoint, *request, responder, access);
+        } catch (const ApiError& e) {
+          fail(responder, access, e, request->received_s);
+        } catch (const std::exception& e) {
+          fail_internal(responder, access, e, request->received_s);
+        }
+      });
+  if (!posted) {
+    throw ApiError(429, "too many requests are waiting to be prepared (" +
+                            std::to_string(prepare_.config().max_queued) + "); retry later");
+  }
+}
+
+void ApiServer::fail(const std::shared_ptr<Responder>& responder, AccessRecord& access,
+                     const ApiError& e, double arrival_s) {
+  metrics_.count_error(e.status());
+  reply(responder, access, {e.status(), "application/json", error_body(e), {}}, arrival_s);
+}
+
+void ApiServer::fail_internal(const std::shared_ptr<Responder>& responder, AccessRecord& access,
+                              const std::exception& e, double arrival_s) {
+  fail(responder, access, ApiError(500, std::string("internal error: ") + e.what()), arrival_s);
 }
 
 void ApiServer::dispatch(Endpoint endpoint, const HttpRequest& req,
@@ -168,9 +210,20 @@ void ApiServer::generate(ApiKind kind, const HttpRequest& req,
                             std::to_string(config_.max_queued_requests) +
                             " sequences may queue); retry later");
   }
+  AccessRecord error_access = access;
   auto job = std::make_shared<GenerationJob>(*context_, std::move(gr), std::move(prompts),
                                              responder, std::move(access), req.received_s);
-  job->start();  // on failure it has released the slots; the ApiError is answered by handle()
+  // Started on the connection's strand, where the job's outputs will run: none of them
+  // can then run before start() has recorded the sequence ids.
+  responder->post([this, job, responder, error_access, arrival = req.received_s]() mutable {
+    try {
+      job->start();  // on failure it has released the slots
+    } catch (const ApiError& e) {
+      fail(responder, error_access, e, arrival);
+    } catch (const std::exception& e) {
+      fail_internal(responder, error_access, e, arrival);
+    }
+  });
 }
 
 std::string ApiServer::health() const {

@@ -11,9 +11,11 @@
 
 #include "engine/engine_loop.h"
 #include "server/admission.h"
+#include "server/api_error.h"
 #include "server/generation_job.h"
 #include "server/http_types.h"
 #include "server/metrics.h"
+#include "server/prepare_pool.h"
 #include "server/prompt_builder.h"
 #include "server/request_parse.h"
 
@@ -26,6 +28,7 @@ struct ApiConfig {
   std::string served_model_name;  // the only `model` requests may name
   int64_t max_queued_requests = 256;
   uint64_t max_body_bytes = 8 << 20;  // for the 413 message
+  PreparePoolConfig prepare;          // parsing, templating, tokenizing off the I/O threads
 };
 
 class ApiServer {
@@ -38,6 +41,11 @@ class ApiServer {
               int64_t max_running);
   // Generation requests are refused (503) from now on; /health reports 503.
   void begin_shutdown() { shutting_down_.store(true); }
+  // Waits up to `timeout_s` for the requests being prepared; true if none is left.
+  bool wait_prepared(double timeout_s) { return prepare_.wait_idle(timeout_s); }
+  // Answers what is still queued for preparation (503) and joins the preparation
+  // threads: before the model the routes use goes away.
+  void stop_preparing() { prepare_.stop(); }
 
   void handle(HttpRequest req, std::shared_ptr<Responder> responder);
 
@@ -46,6 +54,13 @@ class ApiServer {
  private:
   void dispatch(Endpoint endpoint, const HttpRequest& req,
                 const std::shared_ptr<Responder>& responder, AccessRecord& access);
+  // The routes whose work is CPU-heavy go through the preparation pool.
+  void post_prepared(Endpoint endpoint, HttpRequest req, std::shared_ptr<Responder> responder,
+                     AccessRecord access);
+  void fail(const std::shared_ptr<Responder>& responder, AccessRecord& access, const ApiError& e,
+            double arrival_s);
+  void fail_internal(const std::shared_ptr<Responder>& responder, AccessRecord& access,
+                     const std::exception& e, double arrival_s);
   void check_auth(const HttpRequest& req) const;
   void check_model(const nlohmann::json& body) const;
   void generate(ApiKind kind, const HttpRequest& req, const std::shared_ptr<Responder>& responder,
@@ -67,6 +82,7 @@ class ApiServer {
   const PromptBuilder* prompts_ = nullptr;
   EngineLoop* loop_ = nullptr;
   int64_t created_ = 0;
+  PreparePool prepare_;  // last: its threads stop before the members they use go
 };
 
 }  // namespace strata::server

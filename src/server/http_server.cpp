@@ -84,6 +84,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void start_stream(int status, const std::string& content_type) {
     if (streaming_) return;
     streaming_ = true;
+    sse_ = content_type.starts_with("text/event-stream");
     http::response<http::empty_body> res{static_cast<http::status>(status), 11};
     res.set(http::field::server, "strata");
     res.set(http::field::content_type, content_type);
@@ -191,6 +192,7 @@ class Session : public std::enable_shared_from_this<Session> {
         req.body = std::move(msg.body());
         keep_alive_ = msg.keep_alive();
       }
+      http11_ = msg.version() >= 11;
     }
     error_code ec;
     const auto ep = stream_.socket().remote_endpoint(ec);
@@ -232,6 +234,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_watch(error_code ec, size_t n) {
     watching_ = false;
     if (ec == net::error::operation_aborted && !gone_) return resume();
+    if (ec == net::error::eof && in_exchange_) return half_closed();
     if (ec) return client_gone();
     buffer_.commit(n);
     if (in_exchange_) {
@@ -239,6 +242,37 @@ class Session : public std::enable_shared_from_this<Session> {
     } else {
       resume();
     }
+  }
+
+  // The client shut down its sending side: legal in HTTP/1.1 (`nc -N`, some proxies)
+  // once the request is sent, and also what a client that closed the whole connection
+  // looks like. Only a write can tell them apart: a closed socket answers a write with a
+  // reset, and the write after that fails. So the exchange goes on, and until its
+  // response starts, probes are written, each harmless to a client that is still
+  // reading: an interim `102 Processing` response (RFC 9110 requires HTTP/1.1 clients to
+  // accept unexpected 1xx responses) before the head, an SSE comment in an event stream.
+  void half_closed() {
+    read_closed_ = true;
+    keep_alive_ = false;  // no further request can come
+    probe();
+  }
+
+  void probe() {
+    if (gone_ || !in_exchange_ || response_queued_) return;
+    if (!streaming_) {
+      if (!http11_) return;  // HTTP/1.0 clients get no 1xx: the request just runs
+      enqueue("HTTP/1.1 102 Processing\r\n\r\n");
+    } else if (sse_) {
+      write_chunk(": ping\n\n");
+    } else {
+      return;  // a stream of another type has no harmless filler
+    }
+    // The second probe finds the reset the first one drew; later ones every second.
+    probe_timer_.expires_after(n_probes_++ == 0 ? std::chrono::milliseconds(50)
+                                                : std::chrono::milliseconds(1000));
+    probe_timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (!ec) self->probe();
+    });
   }
 
   void client_gone() {
@@ -304,7 +338,10 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!in_exchange_) return;
     in_exchange_ = false;
     --shared_.busy;
+    probe_timer_.cancel();
+    n_probes_ = 0;
     if (gone_) return;
+    if (read_closed_) return close_after_half_close();
     after_watch_ = keep_alive_ ? AfterWatch::kNextRequest : AfterWatch::kLinger;
     if (watching_) {
       // The outstanding watch read must finish before the socket is read again.
@@ -320,6 +357,17 @@ class Session : public std::enable_shared_from_this<Session> {
     after_watch_ = AfterWatch::kNothing;
     if (next == AfterWatch::kNextRequest) read_header();
     if (next == AfterWatch::kLinger) linger_close();
+  }
+
+  // The client sends nothing more: end our side too once the response is out.
+  void close_after_half_close() {
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    if (watching_) {
+      stream_.socket().cancel(ignored);
+      return;
+    }
+    close();
   }
 
   void close() {
@@ -349,6 +397,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream stream_;
+  net::steady_timer probe_timer_{stream_.get_executor()};
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Shared& shared_;
@@ -357,7 +406,11 @@ class Session : public std::enable_shared_from_this<Session> {
   bool in_exchange_ = false;      // a request was handed over and its response is not written
   bool response_queued_ = false;  // the handler has queued the whole response
   bool streaming_ = false;
+  bool sse_ = false;  // the stream is text/event-stream (comments are harmless filler)
   bool keep_alive_ = true;
+  bool http11_ = true;
+  bool read_closed_ = false;  // the client half-closed (or closed) its side
+  int n_probes_ = 0;
   bool watching_ = false;
   enum class AfterWatch { kNothing, kNextRequest, kLinger };
   AfterWatch after_watch_ = AfterWatch::kNothing;  // what the exchange's end left to do

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -65,14 +66,22 @@ void Server::shutdown() {
   using clock = std::chrono::steady_clock;
   api_->begin_shutdown();
   http_->stop_accepting();
+  // Requests being prepared either reach the engine or are refused (503) now; each
+  // preparation is bounded by the template deadline and the body size.
+  const auto start = clock::now();
+  api_->wait_prepared(options_.shutdown_timeout_s);
+  const double left =
+      std::max(0.0, options_.shutdown_timeout_s -
+                        std::chrono::duration<double>(clock::now() - start).count());
   if (model_) {
-    if (!model_->loop->wait_idle(options_.shutdown_timeout_s)) {
+    if (!model_->loop->wait_idle(left)) {
       std::fprintf(stderr, "strata serve: %zu requests still running after %.1f s; aborting them\n",
                    model_->loop->in_flight(), options_.shutdown_timeout_s);
       model_->loop->abort_all();
       model_->loop->wait_idle(10.0);
     }
   }
+  api_->stop_preparing();
   // Let the last responses reach their clients.
   const auto deadline = clock::now() + std::chrono::seconds(5);
   while (http_->busy() > 0 && clock::now() < deadline)
