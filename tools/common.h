@@ -35,7 +35,8 @@ struct EngineFlags {
   // `chunk_flag`: the serving commands take --prefill-chunk from ServingFlags instead.
   void add(CLI::App& cmd, bool chunk_flag = true) {
     cmd.add_option("-m,--model", model_path, "model GGUF file")->required();
-    cmd.add_option("-t,--threads", threads, "compute threads (default: physical cores)");
+    cmd.add_option("-t,--threads", threads, "compute threads (default: physical cores)")
+        ->check(CLI::Range(0, 1024));
     cmd.add_option(
            "--kv-type", kv_type,
            "KV cache element type: f32, f16, bf16 (attention computed as bf16 dot products, "
@@ -49,20 +50,25 @@ struct EngineFlags {
         "keep weights in the file's block layout instead of repacking Q4_0/Q8_0/Q6_K for the "
         "AVX2/AVX-512 kernels at load (slower decode and prefill; same results up to float "
         "rounding)");
-    cmd.add_option("-c,--ctx", ctx, "context length (default: the model's)");
+    cmd.add_option("-c,--ctx", ctx, "context length (default: the model's)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 31));
     if (chunk_flag) {
       cmd.add_option("--prefill-chunk", batch, "maximum prompt tokens per forward pass")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
     }
     cmd.add_option("--sparse-heads", sparse.map_path,
                    "sparse attention head map JSON (per KV head: full or streaming; or scores)");
     cmd.add_option("--retrieval-ratio", sparse.retrieval_ratio,
                    "fraction of KV heads kept full (by the map's scores; without a map: the first "
-                   "heads of each layer)");
+                   "heads of each layer)")
+        ->check(CLI::Range(0.0, 1.0));
     cmd.add_option("--sink", sparse.sink,
-                   "streaming heads: first tokens kept (default: the map's, else 4)");
+                   "streaming heads: first tokens kept (default: the map's, else 4)")
+        ->check(CLI::Range(0, 1 << 20));
     cmd.add_option("--window", sparse.window,
-                   "streaming heads: last tokens kept (default: the map's, else 64)");
+                   "streaming heads: last tokens kept (default: the map's, else 64)")
+        ->check(CLI::Range(1, 1 << 24));
   }
 
   // --trace, for the commands that record one (run, serve, bench model, bench offline).

@@ -19,19 +19,26 @@ struct ServingFlags {
   std::string policy = "fcfs";
 
   void add(CLI::App& cmd) {
-    cmd.add_option("--max-seqs", max_seqs, "running sequences at most")->capture_default_str();
+    cmd.add_option("--max-seqs", max_seqs, "running sequences at most")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1 << 16));
     cmd.add_option("--max-batch-tokens", max_batch_tokens, "tokens per engine step at most")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
     cmd.add_option("--prefill-chunk", prefill_chunk,
                    "prompt tokens per request per step (0 = no chunking)")
-        ->capture_default_str();
-    cmd.add_option("--kv-cache-tokens", kv_cache_tokens, "KV pool size in tokens");
+        ->capture_default_str()
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+    cmd.add_option("--kv-cache-tokens", kv_cache_tokens, "KV pool size in tokens (0 = from memory)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 36));
     cmd.add_option("--kv-cache-mem", kv_cache_mem,
                    "KV pool size in bytes (when --kv-cache-tokens is unset)");
     cmd.add_option("--prefix-cache", prefix_cache, "automatic prefix caching: on or off")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(CLI::IsMember({"on", "off"}));
     cmd.add_option("--policy", policy, "scheduling policy: fcfs or priority")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(CLI::IsMember({"fcfs", "priority"}));
   }
 
   EngineConfig config(DType kv_type, std::vector<int32_t> eog,

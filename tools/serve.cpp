@@ -4,11 +4,18 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "server/server.h"
 #include "tools/commands.h"
@@ -26,12 +33,25 @@ struct ServeFlags {
   double shutdown_timeout_s = 30;
 };
 
+// What ends the serving: a signal, or an engine failure that left its state unknown.
+struct StopEvent {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool loaded = false;
+  int signal = 0;
+  std::string engine_failure;
+};
+
 void serve(const ServeFlags& f) {
-  if (f.http.io_threads < 1) throw Error("--io-threads: must be at least 1");
-  if (f.api.max_queued_requests < 0) throw Error("--max-queued-requests: must be >= 0");
-  if (f.http.max_body_bytes < 1) throw Error("--max-body-bytes: must be at least 1");
-  if (!(f.shutdown_timeout_s >= 0)) throw Error("--shutdown-timeout: must be >= 0");
-  if (f.engine.ctx < 0) throw Error("-c/--ctx: must be >= 0");
+#ifdef __GLIBC__
+  // Fixed allocator thresholds: glibc raises its mmap threshold to the size of the
+  // largest block freed, so after one 8 MB request every later one comes from the
+  // heaps, whose free tops (in the threads' arenas) malloc_trim does not return: two
+  // 8 MB prompts left 81 MB resident for good, against 14 MB with these settings
+  // (docs/BENCHMARKS.md).
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_TRIM_THRESHOLD, 8 << 20);
+#endif
 
   // Signals are taken synchronously by this thread (sigwait), so every other thread,
   // created below, starts with them blocked.
@@ -54,28 +74,68 @@ void serve(const ServeFlags& f) {
   o.http = f.http;
   o.api = f.api;
   o.shutdown_timeout_s = f.shutdown_timeout_s;
+  auto stop = std::make_shared<StopEvent>();
+  o.on_engine_failure = [stop](const std::string& what) {
+    {
+      std::lock_guard<std::mutex> lock(stop->mutex);
+      stop->engine_failure = what;
+    }
+    stop->cv.notify_all();
+  };
   server::Server srv(o);
   srv.start();
   std::fprintf(stderr, "strata serve: listening on http://%s:%u\n", f.http.host.c_str(),
                srv.port());
-  srv.load();
-  std::fprintf(stderr, "strata serve: model %s loaded; ready\n", f.engine.model_path.c_str());
 
-  int sig = 0;
-  sigwait(&signals, &sig);
-  std::fprintf(stderr,
-               "strata serve: %s received; shutting down (up to %.1f s for running requests)\n",
-               sig == SIGINT ? "SIGINT" : "SIGTERM", f.shutdown_timeout_s);
-  // A second signal means "now": skip the drain.
-  std::thread([signals] {
-    int again = 0;
-    sigwait(&signals, &again);
+  // One thread takes the signals from here on. During the load nothing has been accepted
+  // that a drain could finish (generation requests get 503), so a signal then exits at
+  // once instead of waiting for a load that can take minutes. After it, the first signal
+  // drains; a second means "now": skip the drain.
+  std::thread([signals, stop] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    {
+      std::lock_guard<std::mutex> lock(stop->mutex);
+      if (!stop->loaded) {
+        std::fprintf(stderr, "strata serve: %s received while loading the model; exiting\n",
+                     sig == SIGINT ? "SIGINT" : "SIGTERM");
+        std::_Exit(0);
+      }
+      stop->signal = sig;
+    }
+    stop->cv.notify_all();
+    sigwait(&signals, &sig);
     std::fprintf(stderr, "strata serve: second signal; exiting without draining\n");
     std::_Exit(1);
   }).detach();
+
+  srv.load();
+  {
+    std::lock_guard<std::mutex> lock(stop->mutex);
+    stop->loaded = true;
+  }
+  std::fprintf(stderr, "strata serve: model %s loaded; ready\n", f.engine.model_path.c_str());
+
+  std::string failure;
+  {
+    std::unique_lock<std::mutex> lock(stop->mutex);
+    const auto stopping = [&] { return stop->signal != 0 || !stop->engine_failure.empty(); };
+    while (!stop->cv.wait_for(lock, std::chrono::seconds(2), stopping)) {
+      lock.unlock();
+      srv.release_memory_if_idle();
+      lock.lock();
+    }
+    failure = stop->engine_failure;
+    if (failure.empty()) {
+      std::fprintf(stderr,
+                   "strata serve: %s received; shutting down (up to %.1f s for running requests)\n",
+                   stop->signal == SIGINT ? "SIGINT" : "SIGTERM", f.shutdown_timeout_s);
+    }
+  }
   srv.shutdown();
-  std::fprintf(stderr, "strata serve: stopped\n");
   trace.write();
+  if (!failure.empty()) throw Error("the engine failed and the server stopped: " + failure);
+  std::fprintf(stderr, "strata serve: stopped\n");
 }
 
 }  // namespace
@@ -93,15 +153,32 @@ void register_serve(CLI::App& app) {
                   "require 'Authorization: Bearer KEY' (all routes but /health)");
   cmd->add_option("--max-queued-requests", f->api.max_queued_requests,
                   "sequences that may wait beyond --max-seqs before requests get 429")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("--max-body-bytes", f->http.max_body_bytes, "larger request bodies get 413")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
   cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s,
                   "seconds running requests may finish after SIGTERM/SIGINT")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--prepare-threads", f->api.prepare.threads,
+                  "threads that parse, render and tokenize requests (off the I/O threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--prepare-queue", f->api.prepare.max_queued,
+                  "requests that may wait for a preparation thread before 429")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 16));
+  cmd->add_option("--prepare-timeout", f->api.prepare.queue_timeout_s,
+                  "seconds a request may wait for a preparation thread before 503")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
   cmd->add_option("--served-model-name", f->api.served_model_name,
                   "the model name clients use (default: the model file's name without extension)");
-  cmd->add_option("--io-threads", f->http.io_threads, "HTTP I/O threads")->capture_default_str();
+  cmd->add_option("--io-threads", f->http.io_threads, "HTTP I/O threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   cmd->callback([f] { serve(*f); });
 }
 

@@ -74,6 +74,9 @@ void ApiServer::handle(HttpRequest req, std::shared_ptr<Responder> responder) {
     }
     if (req.rejected) throw ApiError(req.rejected, "malformed HTTP request");
     const Route* route = find_route(access.path);
+    // With a key set, only /health answers without it: a caller without the key learns
+    // nothing, not even which routes exist.
+    if (!route || route->endpoint != Endpoint::kHealth) check_auth(req);
     if (!route) throw ApiError(404, "no route " + access.path);
     if (req.method != route->method) {
       ApiError e(405, "method " + req.method + " is not allowed on " + access.path + "; use " +
@@ -82,7 +85,6 @@ void ApiServer::handle(HttpRequest req, std::shared_ptr<Responder> responder) {
       HttpResponse r{405, "application/json", error_body(e), {{"Allow", route->method}}};
       return reply(responder, access, std::move(r), req.received_s);
     }
-    if (route->endpoint != Endpoint::kHealth) check_auth(req);
     switch (route->endpoint) {
       case Endpoint::kCompletions:
       case Endpoint::kChat:

@@ -43,6 +43,7 @@ struct Shared {
   HttpServerConfig config;
   HttpHandler handler;
   std::atomic<size_t> busy{0};
+  std::atomic<uint64_t> exchanges{0};
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -199,6 +200,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!ec) req.remote = ep.address().to_string() + ":" + std::to_string(ep.port());
 
     ++exchange_;
+    ++shared_.exchanges;
     in_exchange_ = true;
     response_queued_ = streaming_ = false;
     ++shared_.busy;
@@ -525,6 +527,10 @@ void HttpServer::stop_accepting() {
 
 size_t HttpServer::busy() const {
   return impl_->shared.busy.load();
+}
+
+uint64_t HttpServer::exchanges() const {
+  return impl_->shared.exchanges.load();
 }
 
 void HttpServer::stop() {

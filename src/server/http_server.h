@@ -30,11 +30,12 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  uint16_t port() const;  // the bound port
-  void start();           // runs the I/O threads
-  void stop_accepting();  // closes the listening socket; open connections carry on
-  size_t busy() const;    // exchanges whose response is not fully written yet
-  void stop();            // stops the I/O threads; idempotent
+  uint16_t port() const;       // the bound port
+  void start();                // runs the I/O threads
+  void stop_accepting();       // closes the listening socket; open connections carry on
+  size_t busy() const;         // exchanges whose response is not fully written yet
+  uint64_t exchanges() const;  // requests handed to the handler so far
+  void stop();                 // stops the I/O threads; idempotent
 
  private:
   struct Impl;

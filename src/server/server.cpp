@@ -6,6 +6,10 @@
 #include <filesystem>
 #include <thread>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "engine/engine_loop.h"
 #include "engine/output_processor.h"
 #include "model/model.h"
@@ -55,9 +59,22 @@ void Server::load() {
   }
   m->pool = std::make_unique<ThreadPool>(options_.compute_threads);
   m->engine = std::make_unique<EngineCore>(*m->model, *m->pool, config);
-  m->loop = std::make_unique<EngineLoop>(*m->engine);
+  m->loop = std::make_unique<EngineLoop>(*m->engine, options_.on_engine_failure);
   model_ = std::move(m);
   api_->attach(*model_->engine, *model_->loop, *model_->prompts, config.scheduler.max_seqs);
+}
+
+bool Server::release_memory_if_idle() {
+  const uint64_t exchanges = http_->exchanges();
+  if (exchanges == exchanges_at_release_ || http_->busy() > 0) return false;
+  if (model_ && model_->loop->in_flight() > 0) return false;
+  exchanges_at_release_ = exchanges;
+#ifdef __GLIBC__
+  malloc_trim(0);
+  return true;
+#else
+  return false;
+#endif
 }
 
 void Server::shutdown() {

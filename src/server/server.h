@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,9 @@ struct ServeOptions {
   HttpServerConfig http;
   ApiConfig api;  // an empty served_model_name becomes the model file's stem
   double shutdown_timeout_s = 30;
+  // Called (on the engine thread) if the engine fails in a way that leaves its state
+  // unknown; every request has been answered 500 by then. The owner should shut down.
+  std::function<void(const std::string&)> on_engine_failure;
 };
 
 class Server {
@@ -38,6 +42,10 @@ class Server {
   void start();     // I/O threads run from here on
   void load();      // model, tokenizer, engine thread; then /health answers 200
   void shutdown();  // graceful; idempotent
+  // Gives the allocator's free memory back to the OS (malloc_trim) if the server is idle
+  // and has served a request since the last time; true if it did. One burst of large
+  // requests would otherwise pin its peak in the heap for good. Call it periodically.
+  bool release_memory_if_idle();
 
  private:
   struct Model;
@@ -46,6 +54,7 @@ class Server {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<Model> model_;
   bool shut_down_ = false;
+  uint64_t exchanges_at_release_ = 0;
 };
 
 }  // namespace strata::server
