@@ -67,9 +67,24 @@ void add_variables(Scope& scope, const Json& vars, const char* what) {
 
 template <class Json>
 std::string render_with(const Program& program, const std::string& name, const Json& messages,
-                        const RenderOptions& opts) {
+                        const RenderOptions& opts, RenderStats* stats) {
   SandboxLimits limits{opts.max_loop_iterations, opts.max_recursion_depth, opts.max_output_bytes};
-  Renderer renderer(name, limits, opts.now ? *opts.now : std::time(nullptr));
+  BudgetLimits budget{opts.max_work_units, opts.max_value_bytes, opts.deadline_s,
+                      opts.deadline.value_or(std::chrono::steady_clock::time_point::max())};
+  Renderer renderer(name, limits, budget, opts.now ? *opts.now : std::time(nullptr));
+  // Reports the cost on every exit, failures included.
+  struct Report {
+    const Renderer& renderer;
+    RenderStats* stats;
+    size_t output_bytes = 0;
+    ~Report() {
+      if (!stats) return;
+      stats->work_units = renderer.budget().work_units();
+      stats->peak_value_bytes = renderer.budget().peak_value_bytes();
+      stats->seconds = renderer.budget().elapsed_s();
+      stats->output_bytes = output_bytes;
+    }
+  } report{renderer, stats};
   try {
     auto globals = std::make_shared<Scope>(nullptr);
     try {
@@ -83,7 +98,9 @@ std::string render_with(const Program& program, const std::string& name, const J
     globals->set("add_generation_prompt", Value::boolean(opts.add_generation_prompt));
     globals->set("bos_token", Value::string(opts.bos_token));
     globals->set("eos_token", Value::string(opts.eos_token));
-    return renderer.render(program, globals);
+    std::string out = renderer.render(program, globals);
+    report.output_bytes = out.size();
+    return out;
   } catch (const std::bad_alloc&) {
     throw strata::Error(name + ": out of memory while rendering the chat template");
   } catch (const std::length_error&) {
@@ -108,13 +125,14 @@ ChatTemplate::~ChatTemplate() = default;
 ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
 ChatTemplate& ChatTemplate::operator=(ChatTemplate&&) noexcept = default;
 
-std::string ChatTemplate::render(const nlohmann::json& messages, const RenderOptions& opts) const {
-  return render_with(*program_, name_, messages, opts);
+std::string ChatTemplate::render(const nlohmann::json& messages, const RenderOptions& opts,
+                                 RenderStats* stats) const {
+  return render_with(*program_, name_, messages, opts, stats);
 }
 
 std::string ChatTemplate::render_ordered(const nlohmann::ordered_json& messages,
-                                         const RenderOptions& opts) const {
-  return render_with(*program_, name_, messages, opts);
+                                         const RenderOptions& opts, RenderStats* stats) const {
+  return render_with(*program_, name_, messages, opts, stats);
 }
 
 std::string default_chatml_template() {

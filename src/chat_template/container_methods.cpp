@@ -1,6 +1,7 @@
 // Methods of Python list and dict objects.
 #include <algorithm>
 
+#include "chat_template/budget.h"
 #include "chat_template/builtins.h"
 
 namespace strata::chat {
@@ -28,6 +29,7 @@ const std::pair<std::string_view, Method> kListMethods[] = {
        BoundArgs b(a, "append", {"object"}, 1);
        check_list_growth(r, self.list().items.size() + 1);
        r.note_mutation(self, b.get(0));
+       self.list().account(1);
        self.list().items.push_back(b.get(0));
        return Value::none();
      }},
@@ -36,6 +38,7 @@ const std::pair<std::string_view, Method> kListMethods[] = {
        BoundArgs b(a, "extend", {"iterable"}, 1);
        std::vector<Value> more = iterate(b.get(0));
        check_list_growth(r, self.list().items.size() + more.size());
+       self.list().account(more.size());
        for (Value& v : more) {
          r.note_mutation(self, v);
          self.list().items.push_back(std::move(v));
@@ -48,6 +51,7 @@ const std::pair<std::string_view, Method> kListMethods[] = {
        int64_t i = list_index(self, b.get_int(0, 0), true);
        check_list_growth(r, self.list().items.size() + 1);
        r.note_mutation(self, b.get(1));
+       self.list().account(1);
        auto& items = self.list().items;
        items.insert(items.begin() + i, b.get(1));
        return Value::none();
@@ -64,6 +68,7 @@ const std::pair<std::string_view, Method> kListMethods[] = {
     {"remove",
      [](Renderer&, const Value& self, CallArgs& a) {
        BoundArgs b(a, "remove", {"value"}, 1);
+       charge_work(self.list().items.size());  // a linear scan
        auto& items = self.list().items;
        for (size_t i = 0; i < items.size(); ++i) {
          if (equals(items[i], b.get(0))) {
@@ -76,6 +81,7 @@ const std::pair<std::string_view, Method> kListMethods[] = {
     {"index",
      [](Renderer&, const Value& self, CallArgs& a) {
        BoundArgs b(a, "index", {"value"}, 1);
+       charge_work(self.list().items.size());  // a linear scan
        const auto& items = self.list().items;
        for (size_t i = 0; i < items.size(); ++i) {
          if (equals(items[i], b.get(0))) return Value::integer(static_cast<int64_t>(i));
@@ -85,6 +91,7 @@ const std::pair<std::string_view, Method> kListMethods[] = {
     {"count",
      [](Renderer&, const Value& self, CallArgs& a) {
        BoundArgs b(a, "count", {"value"}, 1);
+       charge_work(self.list().items.size());  // a linear scan
        int64_t n = 0;
        for (const Value& v : self.list().items) n += equals(v, b.get(0)) ? 1 : 0;
        return Value::integer(n);
@@ -92,6 +99,7 @@ const std::pair<std::string_view, Method> kListMethods[] = {
     {"reverse",
      [](Renderer&, const Value& self, CallArgs& a) {
        BoundArgs(a, "reverse", {});
+       charge_work(self.list().items.size());
        std::reverse(self.list().items.begin(), self.list().items.end());
        return Value::none();
      }},
@@ -100,6 +108,7 @@ const std::pair<std::string_view, Method> kListMethods[] = {
        BoundArgs b(a, "sort", {"reverse"});
        bool reverse = b.get_bool(0, false);
        auto& items = self.list().items;
+       charge_sort(items.size());
        std::stable_sort(items.begin(), items.end(), [reverse](const Value& x, const Value& y) {
          return reverse ? compare(y, x) < 0 : compare(x, y) < 0;
        });
@@ -208,6 +217,7 @@ const std::pair<std::string_view, Method> kDictMethods[] = {
      [](Renderer&, const Value& self, CallArgs& a) {
        BoundArgs(a, "copy", {});
        Value out = Value::make_dict();
+       out.dict().account(self.dict().size());
        out.dict().entries = self.dict().entries;
        return out;
      }},

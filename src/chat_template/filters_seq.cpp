@@ -1,6 +1,7 @@
 // Jinja2's built-in filters on sequences and mappings: length, join, map, select, sort, ...
 #include <algorithm>
 
+#include "chat_template/budget.h"
 #include "chat_template/builtins.h"
 #include "chat_template/unicode.h"
 
@@ -65,6 +66,7 @@ Value filter_join(Renderer& r, Value& v, CallArgs& args) {
     Value x = b.has(1) && !b.get(1).is_none() ? get_path(r, item, b.get(1)) : item;
     if (!first) out += sep;
     first = false;
+    charge_work(kItemUnits);
     out += to_str(x, r.limits().max_output_bytes);
     r.check_text_size(out.size());
   }
@@ -78,6 +80,7 @@ Value filter_sort(Renderer& r, Value& v, CallArgs& args) {
   std::vector<Value> keys = keys_for(r, items, b.get(2), b.get_bool(1, false));
   std::vector<size_t> order(items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  charge_sort(order.size());
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
     return reverse ? compare(keys[y], keys[x]) < 0 : compare(keys[x], keys[y]) < 0;
   });
@@ -95,6 +98,7 @@ Value filter_dictsort(Renderer&, Value& v, CallArgs& args) {
   if (by != "key" && by != "value") fail("You can only sort by either 'key' or 'value'");
   bool reverse = b.get_bool(2, false);
   std::vector<std::pair<Value, Value>> entries = v.dict().entries;
+  charge_sort(entries.size());
   std::stable_sort(entries.begin(), entries.end(), [&](const auto& x, const auto& y) {
     Value kx = fold_case(by == "key" ? x.first : x.second, case_sensitive);
     Value ky = fold_case(by == "key" ? y.first : y.second, case_sensitive);
@@ -158,6 +162,7 @@ Value filter_map(Renderer& r, Value& v, CallArgs& args) {
   if (!args.positional[0].is_string()) fail("map requires a filter name or attribute=");
   std::string name = args.positional[0].str();
   for (const Value& item : items) {
+    charge_work(kStepUnits);  // a filter call per item, as if written out
     CallArgs rest{{args.positional.begin() + 1, args.positional.end()}, args.keyword};
     out.push_back(apply_filter(r, name, item, rest));
   }
@@ -184,6 +189,7 @@ Value filter_select(Renderer& r, Value& v, CallArgs& args, bool keep_matches, bo
   }
   std::vector<Value> out;
   for (const Value& item : iterate(v)) {
+    charge_work(kStepUnits);  // a test call per item, as if written out
     Value x = by_attribute ? get_path(r, item, attribute) : item;
     bool matched;
     if (test.empty()) {
@@ -248,6 +254,7 @@ Value filter_groupby(Renderer& r, Value& v, CallArgs& args) {
   bool case_sensitive = b.get_bool(2, false);
   std::vector<size_t> order(items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  charge_sort(order.size());
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
     return compare(fold_case(raw_keys[x], case_sensitive), fold_case(raw_keys[y], case_sensitive)) <
            0;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "chat_template/budget.h"
 #include "chat_template/builtins.h"
 #include "chat_template/unicode.h"
 
@@ -18,6 +19,7 @@ class JsonWriter {
   void write(const Value& v, int depth) {
     if (depth > kMaxValueDepth)
       fail("circular reference detected (or structure too deeply nested) in tojson");
+    charge_work(kItemUnits);  // structures that share items print exponentially many
     switch (v.kind()) {
       case Kind::None:
         put("null");
@@ -68,6 +70,7 @@ class JsonWriter {
   }
 
   void write_string(std::string_view s) {
+    charge_work(s.size());  // escaped byte by byte
     std::string buf = "\"";
     char hex[16];
     for (size_t i = 0; i < s.size();) {

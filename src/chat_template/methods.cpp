@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "chat_template/budget.h"
 #include "chat_template/builtins.h"
 #include "chat_template/unicode.h"
 
@@ -64,6 +65,13 @@ Value strip_value(const Value& text, const Value& chars, bool left, bool right) 
 std::vector<std::string> py_split(std::string_view s, const Value& sep, int64_t maxsplit,
                                   bool from_right) {
   std::vector<std::string> parts;
+  // The parts exist twice for a moment (here, then as values): charged as they are made,
+  // so that splitting a big string into millions of pieces stops at the memory budget.
+  TransientBytes transient;
+  auto charge_part = [&transient](size_t bytes) {
+    charge_work(kItemUnits + bytes / kBytesPerUnit);
+    transient.add(kStringValueBytes + bytes);
+  };
   if (sep.is_none()) {
     std::u32string text = utf8::to_u32(s);
     std::vector<std::pair<size_t, size_t>> words;  // [begin, end) in code points
@@ -73,6 +81,7 @@ std::vector<std::string> py_split(std::string_view s, const Value& sep, int64_t 
       if (i == text.size()) break;
       size_t j = i;
       while (j < text.size() && !utf8::is_space(text[j])) ++j;
+      charge_part(0);
       words.emplace_back(i, j);
       i = j;
     }
@@ -100,6 +109,7 @@ std::vector<std::string> py_split(std::string_view s, const Value& sep, int64_t 
     while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
       size_t hit = s.find(d, start);
       if (hit == std::string_view::npos) break;
+      charge_part(hit - start);
       parts.emplace_back(s.substr(start, hit - start));
       start = hit + d.size();
     }
@@ -111,6 +121,7 @@ std::vector<std::string> py_split(std::string_view s, const Value& sep, int64_t 
     if (end < d.size()) break;
     size_t hit = s.rfind(d, end - d.size());
     if (hit == std::string_view::npos) break;
+    charge_part(end - hit - d.size());
     parts.emplace_back(s.substr(hit + d.size(), end - hit - d.size()));
     end = hit;
   }
@@ -182,6 +193,7 @@ std::string py_replace(Renderer& r, std::string_view s, std::string_view old, st
   }
   out += s.substr(start);
   r.check_text_size(out.size());
+  charge_work(static_cast<uint64_t>(done) * kItemUnits);  // each hit is a search and two appends
   return out;
 }
 

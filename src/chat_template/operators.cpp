@@ -1,8 +1,10 @@
 // Python arithmetic, concatenation, containment, iteration and slicing on template values.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 
+#include "chat_template/budget.h"
 #include "chat_template/builtins.h"
 #include "chat_template/unicode.h"
 
@@ -63,9 +65,12 @@ Value repeat(Renderer& r, const Value& seq, int64_t count) {
     if (!s.empty() && static_cast<uint64_t>(count) > r.limits().max_output_bytes / s.size()) {
       r.check_text_size(r.limits().max_output_bytes + 1);
     }
+    // By doubling: appending `s` count times costs a few ns per byte when s is short.
+    const size_t total = s.size() * static_cast<size_t>(count);
     std::string out;
-    out.reserve(s.size() * static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) out += s;
+    out.reserve(total);
+    if (total > 0) out = s;
+    while (out.size() < total) out.append(out, 0, std::min(out.size(), total - out.size()));
     return Value::string(std::move(out));
   }
   const auto& items = seq.list().items;
@@ -192,6 +197,15 @@ Value binary_op(Renderer& r, BinaryOp op, Value a, Value b) {
 
 bool contains(const Value& container, const Value& item) {
   switch (container.kind()) {
+    case Kind::String:
+    case Kind::List:
+      // `in` scans; a loop of `in` tests on a big string or list must cost what it does.
+      charge_work(container.is_string() ? container.str().size() : container.list().items.size());
+      break;
+    default:
+      break;
+  }
+  switch (container.kind()) {
     case Kind::Undefined:
       return false;
     case Kind::String:
@@ -215,8 +229,10 @@ std::vector<Value> iterate(const Value& v) {
     case Kind::Undefined:
       return {};
     case Kind::List:
+      charge_work(v.list().items.size() * kItemUnits);  // a copy, made by every list filter
       return v.list().items;
     case Kind::Dict: {
+      charge_work(v.dict().size() * kItemUnits);
       std::vector<Value> keys;
       keys.reserve(v.dict().size());
       for (const auto& [k, val] : v.dict().entries) keys.push_back(k);

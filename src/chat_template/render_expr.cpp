@@ -30,6 +30,20 @@ bool is_unsafe_attribute(std::string_view name) {
        "' object is unsafe");
 }
 
+// Bytes a string method or filter may scan: charged up front as work, so that repeated
+// replace/split/find/upper/length/... on a big string cost what they do. The few that look
+// at a bounded part (or nothing) are exempt, since templates call them in loops on text
+// that grows (an output being accumulated). List and dict builtins pay through the items
+// they copy or create instead (iterate, make_list).
+uint64_t string_scan(const Value& v, std::string_view builtin) {
+  if (!v.is_string()) return 0;
+  if (builtin == "startswith" || builtin == "endswith" || builtin == "default" || builtin == "d" ||
+      builtin == "string" || builtin == "safe") {
+    return 0;
+  }
+  return v.str().size();
+}
+
 Value no_attribute(const Value& object, std::string_view name) {
   std::string what = object.is_none() ? "'None'" : "'" + type_name(object) + " object'";
   return Value::undefined(what + " has no attribute '" + std::string(name) + "'");
@@ -55,7 +69,10 @@ Value Renderer::get_attr(const Value& object, std::string_view name) {
     if (const Value* v = object.dict().find(name)) return *v;
   } else if (object.is_string() || object.is_list()) {
     Value method = get_method(object, name);
-    if (!method.is_undefined()) return method;
+    if (!method.is_undefined()) {
+      budget_.work(string_scan(object, name));
+      return method;
+    }
   }
   if (is_unsafe_attribute(name)) fail_unsafe(object, name);
   return no_attribute(object, name);
@@ -79,6 +96,7 @@ Value Renderer::get_item(const Value& object, const Value& key) {
           if (i < 0) i += n;
           if (i >= 0 && i < n) return items[static_cast<size_t>(i)];
         } else {
+          budget_.work(object.str().size() * kDecodeUnits);  // decodes the whole string
           std::u32string chars = utf8::to_u32(object.str());
           int64_t n = static_cast<int64_t>(chars.size());
           if (i < 0) i += n;
@@ -97,6 +115,7 @@ Value Renderer::get_item(const Value& object, const Value& key) {
 }
 
 Value Renderer::call(const Value& callee, CallArgs& args) {
+  budget_.work(kStepUnits);
   if (callee.is_function()) {
     Value keep_alive = callee;  // the call may drop the container that holds `callee`
     return keep_alive.func().call(*this, args);
@@ -126,6 +145,7 @@ CallArgs Renderer::eval_args(const Arguments& args, const ScopePtr& scope) {
 
 Value Renderer::apply_filter(const FilterExpr& filter, Value operand, const ScopePtr& scope) {
   CallArgs args = eval_args(filter.args, scope);
+  budget_.work(kStepUnits + string_scan(operand, filter.name));
   try {
     return chat::apply_filter(*this, filter.name, std::move(operand), args);
   } catch (const TemplateRuntimeError& e) {
@@ -136,6 +156,7 @@ Value Renderer::apply_filter(const FilterExpr& filter, Value operand, const Scop
 Value Renderer::eval(const Expr& expr, const ScopePtr& scope) {
   check_stack(expr.pos);
   try {
+    budget_.work(kStepUnits);
     return eval_inner(expr, scope);
   } catch (const TemplateRuntimeError& e) {
     error_at(expr.pos, e.what());
@@ -266,6 +287,9 @@ Value Renderer::eval_slice(const SliceExpr& expr, const ScopePtr& scope) {
   Value stop = expr.stop ? eval(*expr.stop, scope) : Value::none();
   Value step = expr.step ? eval(*expr.step, scope) : Value::none();
   if (object.is_undefined()) fail_undefined(object);
+  budget_.work(object.is_string() ? object.str().size() * kDecodeUnits
+               : object.is_list() ? object.list().items.size() * kItemUnits
+                                  : 0);
   return slice_value(object, start, stop, step);
 }
 

@@ -75,8 +75,9 @@ void fail_undefined(const Value& v) {
 
 // ---- renderer -------------------------------------------------------------------------------
 
-Renderer::Renderer(const std::string& template_name, const SandboxLimits& limits, std::time_t now)
-    : name_(template_name), limits_(limits), now_(now) {}
+Renderer::Renderer(const std::string& template_name, const SandboxLimits& limits,
+                   const BudgetLimits& budget, std::time_t now)
+    : name_(template_name), limits_(limits), budget_(budget), now_(now) {}
 
 Renderer::~Renderer() {
   // Values never outlive a render, so any container that a mutation may have linked into
@@ -92,6 +93,8 @@ std::string Renderer::render(const Program& program, const ScopePtr& globals) {
   stack_base_ = static_cast<const char*>(__builtin_frame_address(0));
   stack_budget_ = stack_budget(stack_base_);
   root_ = globals;
+  // Values created from here on charge this render's budget.
+  BudgetInstall install(&budget_);
   std::string out;
   out_ = &out;
   exec_body(program.body, globals);
@@ -146,6 +149,9 @@ void Renderer::emit(std::string_view text) {
   if (out_->size() + text.size() > limits_.max_output_bytes) {
     fail("output size limit exceeded (" + std::to_string(limits_.max_output_bytes) + " bytes)");
   }
+  // Output and capture buffers are memory the template controls, like values.
+  budget_.work(text.size() / kBytesPerUnit);
+  budget_.alloc(text.size());
   out_->append(text);
 }
 
@@ -160,6 +166,8 @@ std::string Renderer::capture(const Body& body, const ScopePtr& scope) {
     throw;
   }
   out_ = saved;
+  // The caller turns the buffer into a value, which charges its bytes again.
+  budget_.release(buffer.size());
   return buffer;
 }
 
@@ -174,6 +182,7 @@ Flow Renderer::exec_body(const Body& body, const ScopePtr& scope) {
 Flow Renderer::exec(const Stmt& stmt, const ScopePtr& scope) {
   check_stack(stmt.pos);
   try {
+    budget_.work(kStepUnits);
     switch (stmt.kind) {
       case StmtKind::Text:
         emit(static_cast<const TextStmt&>(stmt).text);
@@ -384,6 +393,9 @@ Value Renderer::invoke_macro(const MacroStmt& macro, const std::vector<MacroPara
     fail("maximum macro recursion depth exceeded (" + std::to_string(limits_.max_recursion_depth) +
          ")");
   }
+  // A call allocates a scope, binds arguments and captures output: several units' worth,
+  // and what makes exponential recursion (f calling f twice per level) hit the budget.
+  budget_.work(kMacroCallUnits);
   ScopePtr parent = defined_in.lock();
   auto scope = std::make_shared<Scope>(parent ? parent : root_);
   const std::string& name = macro.name.empty() ? std::string("caller") : macro.name;

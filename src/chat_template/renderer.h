@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chat_template/ast.h"
+#include "chat_template/budget.h"
 #include "chat_template/value.h"
 
 namespace strata::chat {
@@ -37,7 +38,8 @@ enum class Flow : uint8_t { Normal, Break, Continue };
 
 class Renderer {
  public:
-  Renderer(const std::string& template_name, const SandboxLimits& limits, std::time_t now);
+  Renderer(const std::string& template_name, const SandboxLimits& limits,
+           const BudgetLimits& budget, std::time_t now);
   ~Renderer();
   Renderer(const Renderer&) = delete;
   Renderer& operator=(const Renderer&) = delete;
@@ -56,6 +58,8 @@ class Renderer {
   void check_text_size(size_t bytes) const;
   void count_iterations(int64_t n);
   const SandboxLimits& limits() const { return limits_; }
+  RenderBudget& budget() { return budget_; }
+  const RenderBudget& budget() const { return budget_; }
   std::time_t now() const { return now_; }
 
  private:
@@ -84,6 +88,7 @@ class Renderer {
 
   const std::string& name_;
   SandboxLimits limits_;
+  RenderBudget budget_;
   std::time_t now_;
   std::string* out_ = nullptr;
   ScopePtr root_;

@@ -1,9 +1,11 @@
 #include "chat_template/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
+#include "chat_template/budget.h"
 #include "chat_template/unicode.h"
 
 namespace strata::chat {
@@ -14,15 +16,68 @@ void fail(const std::string& message) {
 
 // ---- construction -------------------------------------------------------------------------
 
+namespace {
+
+// A string value's text together with what it charged, given back when the last
+// reference dies (Value::Text points into it through shared_ptr's aliasing constructor).
+struct TrackedText {
+  std::string text;
+  uint64_t charged;
+  TrackedText(std::string t, uint64_t c) : text(std::move(t)), charged(c) {}
+  TrackedText(const TrackedText&) = delete;
+  TrackedText& operator=(const TrackedText&) = delete;
+  ~TrackedText() { release_bytes(charged); }
+};
+
+}  // namespace
+
+Value Value::string(std::string s) {
+  RenderBudget* budget = t_render_budget;
+  if (budget == nullptr) return Value(Storage(Text(std::make_shared<std::string>(std::move(s)))));
+  // Every string operation ends here, so charging the bytes produced here makes replace,
+  // join, ~, *, format, tojson, ... cost what they build.
+  const uint64_t bytes = kStringValueBytes + s.size();
+  budget->work(kItemUnits + s.size() / kBytesPerUnit);  // an allocation, then a copy
+  budget->alloc(bytes);
+  auto owner = std::make_shared<TrackedText>(std::move(s), bytes);
+  return Value(Storage(Text(owner, &owner->text)));
+}
+
 Value Value::make_list(std::vector<Value> items, bool is_tuple) {
   auto obj = std::make_shared<ListObj>();
   obj->items = std::move(items);
   obj->is_tuple = is_tuple;
+  if (t_render_budget) {
+    obj->charged = kContainerBytes;
+    charge_work(kItemUnits);
+    charge_bytes(kContainerBytes);
+    obj->account(obj->items.size());
+  }
   return from(std::move(obj));
 }
 
 Value Value::make_dict() {
-  return from(std::make_shared<DictObj>());
+  auto obj = std::make_shared<DictObj>();
+  if (t_render_budget) {
+    obj->charged = kContainerBytes;
+    charge_work(kItemUnits);
+    charge_bytes(kContainerBytes);
+  }
+  return from(std::move(obj));
+}
+
+void ListObj::account(size_t added_items) {
+  if (!t_render_budget) return;
+  charge_work(1 + added_items * kItemUnits);
+  charge_bytes(added_items * kListItemBytes);
+  charged += added_items * kListItemBytes;
+}
+
+void DictObj::account(size_t added_entries) {
+  if (!t_render_budget) return;
+  charge_work(1 + added_entries * kItemUnits);
+  charge_bytes(added_entries * kDictEntryBytes);
+  charged += added_entries * kDictEntryBytes;
 }
 
 Value Value::function(std::string name, std::function<Value(Renderer&, CallArgs&)> fn) {
@@ -114,12 +169,14 @@ void bury_children(Fn&& for_each_child) {
 }  // namespace
 
 ListObj::~ListObj() {
+  release_bytes(charged);
   bury_children([this](auto&& visit) {
     for (Value& v : items) visit(v);
   });
 }
 
 DictObj::~DictObj() {
+  release_bytes(charged);
   bury_children([this](auto&& visit) {
     for (auto& [k, v] : entries) visit(v);
   });
@@ -164,12 +221,16 @@ std::string hash_key(const Value& key) {
       return "f" + format_float(d);
     }
     case Kind::String:
+      charge_work(key.str().size());
       return "s" + key.str();
     case Kind::List: {
       if (!key.list().is_tuple) fail("unhashable type: 'list'");
       std::string out = "t(";
       for (const Value& v : key.list().items) {
         std::string part = hash_key(v);
+        // Tuples that share their items nest exponentially; their keys may not.
+        if (out.size() + part.size() > kDefaultMaxText) fail("dict key too large");
+        charge_work(part.size());
         out += std::to_string(part.size()) + ":" + part;
       }
       return out + ")";
@@ -222,6 +283,7 @@ void DictObj::set(Value key, Value value) {
     return;
   }
   std::string hk = hash_key(key);  // validates hashability
+  account(1);
   entries.emplace_back(std::move(key), std::move(value));
   if (index_) index_->emplace(std::move(hk), entries.size() - 1);
 }
@@ -276,12 +338,15 @@ bool equals_at(const Value& a, const Value& b, int depth) {
     case Kind::None:
       return true;
     case Kind::String:
+      charge_work(std::min(a.str().size(), b.str().size()));
       return a.str() == b.str();
     case Kind::List: {
       const ListObj& x = a.list();
       const ListObj& y = b.list();
       if (&x == &y) return true;
       if (x.is_tuple != y.is_tuple || x.items.size() != y.items.size()) return false;
+      // Lists that share their items compare in time exponential in their depth.
+      charge_work(1 + x.items.size() * kItemUnits);
       for (size_t i = 0; i < x.items.size(); ++i) {
         if (!equals_at(x.items[i], y.items[i], depth + 1)) return false;
       }
@@ -293,6 +358,7 @@ bool equals_at(const Value& a, const Value& b, int depth) {
       if (&x == &y) return true;
       if (x.flavor != DictFlavor::Plain || y.flavor != DictFlavor::Plain) return false;
       if (x.size() != y.size()) return false;
+      charge_work(1 + x.size() * kItemUnits);
       for (const auto& [k, v] : x.entries) {
         const Value* other = y.find(k);
         if (!other || !equals_at(v, *other, depth + 1)) return false;
@@ -317,12 +383,14 @@ int compare_at(const Value& a, const Value& b, int depth) {
     return x < y ? -1 : (x > y ? 1 : 0);
   }
   if (a.is_string() && b.is_string()) {
+    charge_work(std::min(a.str().size(), b.str().size()));
     int c = a.str().compare(b.str());
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
   if (a.is_list() && b.is_list() && a.list().is_tuple == b.list().is_tuple) {
     const auto& x = a.list().items;
     const auto& y = b.list().items;
+    charge_work(1 + std::min(x.size(), y.size()) * kItemUnits);
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (equals_at(x[i], y[i], depth + 1)) continue;
       return compare_at(x[i], y[i], depth + 1);
@@ -344,6 +412,7 @@ struct TextWriter {
 
   void write(const Value& v, bool repr, int depth) {
     if (depth > kMaxValueDepth) fail("structure too deeply nested (or cyclic) to print");
+    charge_work(kItemUnits);  // structures that share items print exponentially many
     switch (v.kind()) {
       case Kind::Undefined:
         put(repr ? "Undefined" : "");
@@ -440,6 +509,7 @@ std::string type_name(const Value& v) {
 std::string to_str(const Value& v, size_t max_bytes) {
   if (v.is_string()) {
     if (v.str().size() > max_bytes) fail("value too large to convert to text");
+    charge_work(v.str().size() / kBytesPerUnit);
     return v.str();
   }
   TextWriter w{{}, max_bytes};

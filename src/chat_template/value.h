@@ -53,9 +53,7 @@ class Value {
   static Value boolean(bool b) { return Value(Storage(b)); }
   static Value integer(int64_t i) { return Value(Storage(i)); }
   static Value number(double d) { return Value(Storage(d)); }
-  static Value string(std::string s) {
-    return Value(Storage(Text(std::make_shared<std::string>(std::move(s)))));
-  }
+  static Value string(std::string s);  // charges the render's budget (budget.h)
   static Value make_list(std::vector<Value> items = {}, bool is_tuple = false);
   static Value make_dict();
   static Value from(ListPtr p) { return Value(Storage(std::move(p))); }
@@ -110,11 +108,13 @@ class Value {
 struct ListObj {
   std::vector<Value> items;
   bool is_tuple = false;
+  uint64_t charged = 0;  // bytes charged to the render's budget; given back on destruction
   ListObj() = default;
   ListObj(const ListObj&) = delete;
   ListObj& operator=(const ListObj&) = delete;
   ~ListObj();
-  void clear();  // drops the items through the iterative destructor
+  void clear();                      // drops the items through the iterative destructor
+  void account(size_t added_items);  // charges items appended to `items` directly
 };
 
 // Plain dicts expose Python dict methods; namespaces and loop objects expose only their
@@ -124,6 +124,7 @@ enum class DictFlavor : uint8_t { Plain, Namespace, Loop };
 struct DictObj {
   std::vector<std::pair<Value, Value>> entries;  // insertion order
   DictFlavor flavor = DictFlavor::Plain;
+  uint64_t charged = 0;  // bytes charged to the render's budget; given back on destruction
 
   DictObj() = default;
   DictObj(const DictObj&) = delete;
@@ -135,6 +136,7 @@ struct DictObj {
   void set(Value key, Value value);
   bool erase(const Value& key);
   void clear();
+  void account(size_t added_entries);  // charges entries appended to `entries` directly
   size_t size() const { return entries.size(); }
 
  private:
