@@ -30,6 +30,7 @@ struct ServeFlags {
   ServingFlags serving;
   server::HttpServerConfig http;
   server::ApiConfig api;
+  server::TemplateLimits template_limits;
   double shutdown_timeout_s = 30;
 };
 
@@ -74,6 +75,7 @@ void serve(const ServeFlags& f) {
   o.http = f.http;
   o.api = f.api;
   o.shutdown_timeout_s = f.shutdown_timeout_s;
+  o.template_limits = f.template_limits;
   auto stop = std::make_shared<StopEvent>();
   o.on_engine_failure = [stop](const std::string& what) {
     {
@@ -176,6 +178,18 @@ void register_serve(CLI::App& app) {
       ->check(CLI::Range(0.001, 3600.0));
   cmd->add_option("--served-model-name", f->api.served_model_name,
                   "the model name clients use (default: the model file's name without extension)");
+  cmd->add_option("--template-deadline", f->template_limits.deadline_s,
+                  "seconds one chat-template render may take before 400")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3600.0));
+  cmd->add_option("--template-max-work", f->template_limits.max_work_units,
+                  "work units one chat-template render may spend (docs/TEMPLATE_SANDBOX.md)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1000}, uint64_t{1} << 40));
+  cmd->add_option("--template-max-memory", f->template_limits.max_value_bytes,
+                  "bytes of values one chat-template render may hold")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1} << 16, uint64_t{1} << 36));
   cmd->add_option("--io-threads", f->http.io_threads, "HTTP I/O threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));

@@ -6,10 +6,12 @@
 
 namespace strata::server {
 
-PromptBuilder::PromptBuilder(Tokenizer tokenizer, const std::string& template_source)
+PromptBuilder::PromptBuilder(Tokenizer tokenizer, const std::string& template_source,
+                             const TemplateLimits& limits)
     : tokenizer_(std::move(tokenizer)),
       template_(template_source.empty() ? chat::default_chatml_template() : template_source,
-                template_source.empty() ? "chatml" : "tokenizer.chat_template") {
+                template_source.empty() ? "chatml" : "tokenizer.chat_template"),
+      limits_(limits) {
   if (tokenizer_.bos_id() >= 0) bos_text_ = tokenizer_.token_text(tokenizer_.bos_id());
   if (tokenizer_.eos_id() >= 0) eos_text_ = tokenizer_.token_text(tokenizer_.eos_id());
 }
@@ -38,6 +40,9 @@ PreparedPrompt PromptBuilder::chat_prompt(const nlohmann::json& messages,
   ro.add_generation_prompt = add_generation_prompt;
   ro.bos_token = bos_text_;
   ro.eos_token = eos_text_;
+  ro.max_work_units = limits_.max_work_units;
+  ro.max_value_bytes = limits_.max_value_bytes;
+  ro.deadline_s = limits_.deadline_s;
   PreparedPrompt pp;
   ControlTextGuard guard(tokenizer_);
   const bool guarded = guard.scan(messages, template_.source());

@@ -19,10 +19,19 @@ struct PreparedPrompt {
   std::string text;  // what `echo` repeats
 };
 
+// The chat template's budgets per render (chat::RenderOptions has the meaning of each);
+// exceeding one is a 400 naming it.
+struct TemplateLimits {
+  uint64_t max_work_units = chat::RenderOptions{}.max_work_units;
+  uint64_t max_value_bytes = chat::RenderOptions{}.max_value_bytes;
+  double deadline_s = 2.0;
+};
+
 class PromptBuilder {
  public:
   // `template_source` empty: the ChatML default. A template that does not parse throws.
-  PromptBuilder(Tokenizer tokenizer, const std::string& template_source);
+  PromptBuilder(Tokenizer tokenizer, const std::string& template_source,
+                const TemplateLimits& limits = {});
 
   // Text prompts get the model's BOS (as `strata run` does); control-token text in them
   // stays plain text unless `parse_special` (the request's "parse_special": true).
@@ -43,6 +52,7 @@ class PromptBuilder {
  private:
   Tokenizer tokenizer_;
   chat::ChatTemplate template_;
+  TemplateLimits limits_;
   std::string bos_text_, eos_text_;
 };
 

@@ -50,7 +50,7 @@ void Server::load() {
   m->model = strata::Model::load(options_.model_path, options_.load);
   const Tokenizer tok = Tokenizer::from_gguf(m->model->file());
   const std::string tmpl = m->model->file().get_string("tokenizer.chat_template", "");
-  m->prompts = std::make_unique<PromptBuilder>(tok, tmpl);
+  m->prompts = std::make_unique<PromptBuilder>(tok, tmpl, options_.template_limits);
   EngineConfig config = options_.engine;
   config.eog_tokens = eog_tokens(tok);
   if (options_.head_map.enabled()) {

@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
+#include "server/prompt_builder.h"
 
 namespace strata::server {
 
@@ -24,6 +25,7 @@ struct ServeOptions {
   EngineConfig engine;      // eog_tokens are filled in from the model's tokenizer
   HeadMapOptions head_map;  // sparse attention, resolved into engine.head_modes at load
   HttpServerConfig http;
+  TemplateLimits template_limits;
   ApiConfig api;  // an empty served_model_name becomes the model file's stem
   double shutdown_timeout_s = 30;
   // Called (on the engine thread) if the engine fails in a way that leaves its state

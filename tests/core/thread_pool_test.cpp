@@ -172,5 +172,46 @@ TEST(ThreadPool, TeamBarrierSeparatesStepsOfOneJob) {
   }
 }
 
+// A job that throws on any thread is rethrown on the caller once every thread has left
+// it; threads waiting for the failed one give up instead of hanging; the pool goes on.
+TEST(ThreadPool, AThrowOnAWorkerIsRethrownOnTheCaller) {
+  ThreadPool pool(3);
+  EXPECT_THROW(pool.run([](int tid, int) {
+    if (tid == 2) throw std::runtime_error("worker failed");
+  }),
+               std::runtime_error);
+  std::atomic<int> calls{0};
+  pool.run([&](int, int) { ++calls; });
+  EXPECT_EQ(calls.load(), 3);
+}
+
+TEST(ThreadPool, ThreadsWaitingForAFailedOneGiveUp) {
+  ThreadPool pool(2);
+  // Thread 1 fails before a barrier thread 0 waits at.
+  try {
+    pool.run([&](int tid, int) {
+      if (tid == 1) throw std::logic_error("before the barrier");
+      pool.team_barrier();
+    });
+    ADD_FAILURE() << "no exception";
+  } catch (const std::logic_error& e) {
+    EXPECT_STREQ(e.what(), "before the barrier");
+  }
+  // Thread 0 fails before setting the flag thread 1 waits for.
+  std::atomic<bool> ready{false};
+  EXPECT_THROW(pool.run([&](int tid, int) {
+    if (tid == 0) throw std::runtime_error("caller failed");
+    pool.wait_until_set(ready);
+  }),
+               std::runtime_error);
+  // Barriers work again afterwards.
+  std::atomic<int> after{0};
+  pool.run([&](int, int) {
+    ++after;
+    pool.team_barrier();
+    EXPECT_EQ(after.load(), 2);
+  });
+}
+
 }  // namespace
 }  // namespace strata

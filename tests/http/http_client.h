@@ -78,14 +78,25 @@ class HttpConnection {
     send_raw(req);
   }
 
-  // Status line and headers.
+  // The client stops sending (a half-close): the server may still answer.
+  void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+
+  // Status line and headers of the final response; interim 1xx responses are skipped,
+  // as HTTP/1.1 clients must (and counted in `interim`).
   HttpResult read_head() {
     HttpResult r;
-    const std::string status_line = read_line();
-    if (status_line.rfind("HTTP/1.", 0) != 0 || status_line.size() < 12) {
-      throw std::runtime_error("bad status line: " + status_line);
+    std::string status_line = read_line();
+    for (;;) {
+      if (status_line.rfind("HTTP/1.", 0) != 0 || status_line.size() < 12) {
+        throw std::runtime_error("bad status line: " + status_line);
+      }
+      r.status = std::stoi(status_line.substr(9, 3));
+      if (r.status >= 200 || r.status == 101) break;
+      while (!read_line().empty()) {
+      }
+      ++interim;
+      status_line = read_line();
     }
-    r.status = std::stoi(status_line.substr(9, 3));
     for (std::string line; !(line = read_line()).empty();) {
       const size_t colon = line.find(':');
       if (colon == std::string::npos) continue;
@@ -183,6 +194,11 @@ class HttpConnection {
   }
 
   int fd_ = -1;
+
+ public:
+  int interim = 0;  // 1xx responses read_head skipped
+
+ private:
   int timeout_ms_;
   std::string in_;
   std::string events_;

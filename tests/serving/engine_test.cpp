@@ -60,6 +60,50 @@ TEST(EngineCore, AbortDuringPrefillAndDecodeFreesEverything) {
   EXPECT_FALSE(engine.abort(b));
 }
 
+// A forward pass that throws (here: a weight matrix moved off its alignment, as a hostile
+// file once did) ends the requests of its batch with kError and the reason; the engine
+// then serves the next request exactly as if nothing had happened.
+TEST(EngineCore, AFailedForwardPassEndsItsBatchAndTheEngineGoesOn) {
+  auto model = Model::load(testing::aidreams_gguf());
+  ThreadPool pool(2);
+  std::vector<int32_t> expected;
+  {
+    EngineConfig c = roomy();
+    c.prefix_cache = false;
+    EngineCore engine(*model, pool, c);
+    engine.add_request(prompt_of(20), greedy(8));
+    while (engine.has_work()) {
+      for (const auto& o : engine.step())
+        expected.insert(expected.end(), o.new_tokens.begin(), o.new_tokens.end());
+    }
+  }
+  EngineCore engine(*model, pool, roomy());
+  auto& wq = const_cast<ModelWeights&>(model->weights()).layers[0].wq;
+  const void* good = wq.data;
+  wq.data = static_cast<const uint8_t*>(good) + 1;
+  const RequestId a = engine.add_request(prompt_of(20), greedy(8));
+  const RequestId b = engine.add_request(prompt_of(7, 3), greedy(8));
+  int failed = 0;
+  for (const auto& o : engine.step()) {
+    EXPECT_TRUE(o.id == a || o.id == b);
+    EXPECT_EQ(o.finish, FinishReason::kError);
+    EXPECT_NE(o.error.find("aligned"), std::string::npos) << o.error;
+    ++failed;
+  }
+  EXPECT_EQ(failed, 2);
+  EXPECT_EQ(engine.metrics().step_failures, 1);
+  testing::expect_no_leaks(engine);
+  wq.data = good;
+  engine.add_request(prompt_of(20), greedy(8));
+  std::vector<int32_t> got;
+  while (engine.has_work()) {
+    for (const auto& o : engine.step())
+      got.insert(got.end(), o.new_tokens.begin(), o.new_tokens.end());
+  }
+  EXPECT_EQ(got, expected);
+  testing::expect_no_leaks(engine);
+}
+
 TEST(EngineCore, CacheSaltIsolatesIdenticalPrompts) {
   auto model = Model::load(testing::aidreams_gguf());
   ThreadPool pool(2);
