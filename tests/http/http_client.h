@@ -82,8 +82,8 @@ class HttpConnection {
   void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
 
   // Status line and headers of the final response; interim 1xx responses are skipped,
-  // as HTTP/1.1 clients must (and counted in `interim`).
-  HttpResult read_head() {
+  // as HTTP/1.1 clients must (and counted in `interim`), unless `skip_interim` is false.
+  HttpResult read_head(bool skip_interim = true) {
     HttpResult r;
     std::string status_line = read_line();
     for (;;) {
@@ -91,7 +91,7 @@ class HttpConnection {
         throw std::runtime_error("bad status line: " + status_line);
       }
       r.status = std::stoi(status_line.substr(9, 3));
-      if (r.status >= 200 || r.status == 101) break;
+      if (r.status >= 200 || r.status == 101 || !skip_interim) break;
       while (!read_line().empty()) {
       }
       ++interim;

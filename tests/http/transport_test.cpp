@@ -117,7 +117,7 @@ TEST_F(Transport, BodiesOverTheLimitAre413AndTheConnectionCloses) {
   // Within the limit, with Expect: 100-continue (as curl sends for large bodies).
   HttpConnection d(server_->port());
   d.send_raw("POST /y HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n");
-  EXPECT_EQ(d.read_head().status, 100);
+  EXPECT_EQ(d.read_head(/*skip_interim=*/false).status, 100);
   d.send_raw("abc");
   EXPECT_EQ(d.read_response().body, "POST /y abc");
   EXPECT_TRUE(wait_not_busy());
