@@ -60,5 +60,15 @@ if [[ $src -ne 0 ]]; then
   tail -20 "$LOG" >&2
   rc=1
 fi
+# The server's own view (its access log): statuses the clients never saw, such as 499
+# (client gone), and any 5xx answered to a client that had already left.
+echo "soak: server access log statuses: $(grep -o ' [0-9][0-9][0-9] remote=' "$LOG" |
+  awk '{print $1}' | sort | uniq -c | awk '{printf "%s %s, ", $2, $1}' | sed 's/, $//')"
+n5xx=$(grep -c ' 5[0-9][0-9] remote=' "$LOG" || true)
+if [[ $n5xx -ne 0 ]]; then
+  echo "soak: the server logged $n5xx responses 5xx:" >&2
+  grep ' 5[0-9][0-9] remote=' "$LOG" | head -5 >&2
+  rc=1
+fi
 echo "soak: samples in $OUT/samples.csv, server log in $LOG"
 exit $rc

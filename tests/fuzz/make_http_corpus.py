@@ -114,6 +114,10 @@ def main():
         bytes([0]) + b"GET / HTTP/1.0\r\n\r\n",
         bytes([0]) + b"POST /tokenize HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
         bytes([0x18]) + request(b"/v1/completions", first)[:-5],  # truncated body
+        # A body that is only the last chunk and a trailer, fed a byte at a time: reaches
+        # Beast 1.74's false assertion in parse_chunk_header (see the target's handler).
+        bytes([0x08]) + b"POST /tokenize HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"0\r\nX-Trailer: 1\r\n\r\n",
     ]
     for i, s in enumerate(seeds):
         with open(os.path.join(out, "seed%03d" % i), "wb") as f:
