@@ -8,7 +8,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PROMPT ?= Once upon a time
 
-.PHONY: deps build demo serve test fuzz-smoke asan asan-gguf clean format format-check
+.PHONY: deps build demo serve test fuzz-smoke fuzz asan asan-gguf clean format format-check
 
 deps:
 	@bash scripts/install-deps.sh
@@ -40,9 +40,15 @@ format-check: deps
 format:
 	bash scripts/check-format.sh --fix
 
-# libFuzzer targets (tokenizer, chat templates) for FUZZ_SECONDS each (default 60).
+# libFuzzer targets (tokenizer, chat templates, HTTP requests, GGUF files) under
+# ASan/UBSan: `fuzz-smoke` is CI's bounded run (about a minute each, fresh corpora);
+# `fuzz` runs each for FUZZ_SECONDS (default 600) and keeps the corpora it grows in
+# build-fuzz/corpus-* for the next run (docs/FUZZING.md).
 fuzz-smoke: deps
 	bash scripts/fuzz-smoke.sh
+
+fuzz: deps
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} FUZZ_KEEP_CORPUS=1 bash scripts/fuzz-smoke.sh
 
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan: deps

@@ -44,8 +44,7 @@ Tokenizer builtin_spm() {
                           "a",
                           "b",
                           "ab",
-                          "\xE2\x96\x81"
-                          "a",
+                          "\xE2\x96\x81\x61",  // "▁a"
                           "ba",
                           "\xE2\x96\x81\xE2\x96\x81",
                           "\xC3\xA9"};
@@ -64,8 +63,7 @@ Tokenizer builtin_bpe() {
   v.pre = "llama-bpe";
   for (int b = 0; b < 256; ++b) v.tokens.push_back(strata::tok::byte_alphabet().byte_to_utf8[b]);
   for (const char* t : {"ab", "abc",
-                        "\xC4\xA0"
-                        "a",
+                        "\xC4\xA0\x61",  // "Ġa"
                         "<|endoftext|>", "  "})
     v.tokens.push_back(t);
   v.token_types.assign(v.tokens.size(), 1);
