@@ -16,8 +16,8 @@ GGUF := $(wildcard src/gguf/*.cpp)
 TOKENIZER := $(wildcard src/tokenizer/*.cpp)
 TEMPLATE := $(wildcard src/chat_template/*.cpp)
 SERVER := src/server/api_error.cpp src/server/json_fields.cpp src/server/request_parse.cpp \
-          src/server/prompt_builder.cpp \
-          src/engine/output_processor.cpp
+          src/server/prompt_builder.cpp src/server/control_text_guard.cpp \
+          src/engine/output_processor.cpp src/engine/request_validation.cpp
 MODEL := src/model/config.cpp src/model/weights.cpp $(wildcard src/model/arch/*.cpp) \
          $(wildcard src/kernels/quant/*.cpp)
 

@@ -41,6 +41,7 @@
 
 #include "core/error.h"
 #include "engine/output_processor.h"
+#include "engine/request_validation.h"
 #include "gguf/gguf.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
@@ -161,19 +162,12 @@ std::vector<PromptBuilder> load_builders() {
   return out;
 }
 
-// EngineCore::validate (src/engine/engine_core.cpp) without the model: its vocabulary
-// size is the tokenizer's and its context the request limit. It throws strata::Error
-// naming the field, which the server answers with a 400.
+// EngineCore::validate's checks (engine/request_validation.h) without the model: its
+// vocabulary size is the tokenizer's and its context the request limit. They throw
+// strata::Error naming the field, which the server answers with a 400.
 void engine_validate(std::span<const int32_t> prompt, const strata::RequestOptions& o,
                      int64_t n_vocab, int64_t max_model_len) {
-  using strata::Error;
-  if (prompt.empty()) throw Error("prompt: must contain at least one token");
-  for (int32_t t : prompt) {
-    if (t < 0 || t >= n_vocab) throw Error("prompt: token id outside the vocabulary");
-  }
-  const int64_t room = o.stop.max_tokens > 0 ? 1 : 0;
-  if (static_cast<int64_t>(prompt.size()) + room > max_model_len)
-    throw Error("prompt: too long for the context");
+  strata::validate_request(prompt, o, n_vocab, max_model_len);
   // What the parser accepted must satisfy the engine's option checks: a request that
   // passes parse_generation_request and then fails here is a parser bug (it would be
   // answered 400 with an engine message, or worse, if the engine's checks change).

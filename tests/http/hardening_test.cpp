@@ -43,9 +43,8 @@ std::string rewrite_gguf(const std::string& src, const std::string& name,
 }
 
 std::string with_template(const std::string& tmpl, const std::string& name) {
-  return rewrite_gguf(aidreams_gguf(), name, [&](gguf::GgufWriter& w) {
-    w.set_string("tokenizer.chat_template", tmpl);
-  });
+  return rewrite_gguf(aidreams_gguf(), name,
+                      [&](gguf::GgufWriter& w) { w.set_string("tokenizer.chat_template", tmpl); });
 }
 
 // An ~8 MB completion prompt: tokenizing it is seconds of CPU, and it is then refused
@@ -75,8 +74,8 @@ TEST(Hardening, MisalignedModelIsRefusedAtLoadNamingTheTensor) {
   EXPECT_EQ(server.wait_exit(30), 1) << server.log();
   EXPECT_NE(server.log().find("not aligned to 4 bytes"), std::string::npos) << server.log();
   EXPECT_NE(server.log().find("tensor '"), std::string::npos) << server.log();
-  const auto run = run_command(shell_quote(strata_bin()) + " run -m " + shell_quote(path) +
-                               " -p hi -n 1 2>&1");
+  const auto run =
+      run_command(shell_quote(strata_bin()) + " run -m " + shell_quote(path) + " -p hi -n 1 2>&1");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.out.find("not aligned"), std::string::npos) << run.out;
 }
@@ -195,8 +194,9 @@ TEST(Hardening, HalfClosedRequestsAreAnswered) {
   }
   {
     HttpConnection c(server.port());
-    c.send_request("POST", "/v1/completions",
-                   json{{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"stream", true}}.dump());
+    c.send_request(
+        "POST", "/v1/completions",
+        json{{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"stream", true}}.dump());
     c.shutdown_write();
     EXPECT_EQ(c.read_head().status, 200);
     bool done = false;
@@ -228,13 +228,13 @@ TEST(Hardening, SigtermWhileLoadingExitsAtOnce) {
 
 TEST(Hardening, OperatorFlagsAreRangeChecked) {
   const std::string serve = shell_quote(strata_bin()) + " serve -m " + shell_quote(aidreams_gguf());
-  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
-           {"--kv-cache-tokens", "-5"},
-           {"--io-threads", "100000"},
-           {"--max-seqs", "0"},
-           {"--prepare-threads", "0"},
-           {"--shutdown-timeout", "-1"},
-           {"--template-deadline", "0"}}) {
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--kv-cache-tokens", "-5"},
+                                                        {"--io-threads", "100000"},
+                                                        {"--max-seqs", "0"},
+                                                        {"--prepare-threads", "0"},
+                                                        {"--shutdown-timeout", "-1"},
+                                                        {"--template-deadline", "0"}}) {
     const auto t = clock_type::now();
     const auto r = run_command(serve + " --port 0 " + flag + " " + value + " 2>&1");
     EXPECT_NE(r.exit_code, 0) << flag;
