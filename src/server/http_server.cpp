@@ -514,7 +514,20 @@ uint16_t HttpServer::port() const {
 void HttpServer::start() {
   impl_->accept();
   const int n = std::max(1, impl_->shared.config.io_threads);
-  for (int i = 0; i < n; ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+  for (int i = 0; i < n; ++i) {
+    impl_->threads.emplace_back([this] {
+      // A handler that throws leaves run() (Asio's rule); log it and go on serving
+      // rather than let the exception end the thread and the process.
+      for (;;) {
+        try {
+          impl_->ioc.run();
+          return;
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "strata serve: I/O handler failed: %s\n", e.what());
+        }
+      }
+    });
+  }
 }
 
 void HttpServer::stop_accepting() {
