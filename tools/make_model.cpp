@@ -24,7 +24,10 @@ void register_make_model(CLI::App& app) {
   auto* cmd = app.add_subcommand("make-model", "write a model with seeded random weights");
   cmd->add_option("output", f->opt.output_path, "output GGUF")->required();
   cmd->add_option("--preset", f->opt.preset, "shape: " + presets)->capture_default_str();
-  cmd->add_option("--type", f->type, "f32, f16, q8_0, q4_0 or q4_k")->capture_default_str();
+  cmd->add_option(
+         "--type", f->type,
+         "f32, f16, bf16 or a quantized type (q8_0, q4_0, q5_k, iq4_xs, ...; see quantize)")
+      ->capture_default_str();
   cmd->add_option("--seed", f->opt.seed, "weight seed")->capture_default_str();
   cmd->add_option("--ctx", f->opt.context_length, "context length (default: the preset's)");
   cmd->add_option("--head-map", f->opt.head_map_path,

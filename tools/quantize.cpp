@@ -1,4 +1,4 @@
-// strata quantize IN.gguf OUT.gguf --type q8_0|q4_0|q4_k|q6_k
+// strata quantize IN.gguf OUT.gguf --type TYPE (q8_0, q4_0, q5_k_m, iq4_xs, ...)
 #include "convert/quantize.h"
 
 #include <cstdio>
@@ -18,11 +18,14 @@ void register_quantize(CLI::App& app) {
   auto* cmd = app.add_subcommand("quantize", "re-encode a model's weight matrices");
   cmd->add_option("input", f->in, "input GGUF")->required();
   cmd->add_option("output", f->out, "output GGUF")->required();
-  cmd->add_option("--type", f->type, "f32, f16, bf16, q8_0, q4_0, q4_k or q6_k")->required();
+  cmd->add_option("--type", f->type,
+                  "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, "
+                  "q6_k, iq4_xs, or the mixes q3_k_m, q4_k_m, q5_k_m")
+      ->required();
   cmd->callback([f] {
-    const auto type = dtype_from_name(f->type);
-    if (!type) throw Error("--type: unknown type '" + f->type + "'");
-    quantize_model(f->in, f->out, *type);
+    const auto scheme = parse_quant_scheme(f->type);
+    if (!scheme) throw Error("--type: unknown type '" + f->type + "'");
+    quantize_model(f->in, f->out, *scheme);
     std::fprintf(stderr, "wrote %s\n", f->out.c_str());
   });
 }

@@ -17,6 +17,8 @@ namespace {
 const std::vector<ModelPreset>& presets() {
   static const std::vector<ModelPreset> p = {
       {"tiny", 128, 384, 2, 4, 2, 4096, 10000.0f},
+      // tiny with rows of 256 and 768, so every matrix divides into K-quant super-blocks.
+      {"tiny-256", 256, 768, 2, 4, 2, 4096, 10000.0f},
       {"llama-1b", 2048, 5632, 22, 32, 4, 2048, 10000.0f},
       {"llama-8b", 4096, 14336, 32, 32, 8, 8192, 500000.0f},
   };

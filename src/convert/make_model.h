@@ -16,9 +16,10 @@ struct ModelPreset {
   float rope_base;
 };
 
-// Presets: tiny (tests), llama-1b (TinyLlama-1.1B's shape), llama-8b (Llama-3-8B's shape).
-// "induction" is not a shape but the hand-built retrieval model of induction_model.h
-// (own vocabulary; listed by preset_names(), unknown to find_preset()).
+// Presets: tiny and tiny-256 (tests; tiny-256 divides into K-quant blocks), llama-1b
+// (TinyLlama-1.1B's shape), llama-8b (Llama-3-8B's shape). "induction" is not a shape but the
+// hand-built retrieval model of induction_model.h (own vocabulary; listed by preset_names(),
+// unknown to find_preset()).
 const ModelPreset& find_preset(const std::string& name);
 std::vector<std::string> preset_names();
 inline constexpr const char* kInductionPreset = "induction";

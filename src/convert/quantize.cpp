@@ -1,5 +1,8 @@
 #include "convert/quantize.h"
 
+#include <cctype>
+#include <exception>
+
 #include "core/checked.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
@@ -17,10 +20,26 @@ uint32_t file_type_for(DType type) {
       return 2;
     case DType::Q8_0:
       return 7;
+    case DType::Q4_1:
+      return 3;
+    case DType::Q5_0:
+      return 8;
+    case DType::Q5_1:
+      return 9;
+    case DType::Q2_K:
+      return 10;
+    case DType::Q3_K:
+      return 12;  // Q3_K_M
     case DType::Q4_K:
       return 15;  // Q4_K_M
+    case DType::Q5_K:
+      return 17;  // Q5_K_M
     case DType::Q6_K:
       return 18;
+    case DType::IQ4_NL:
+      return 25;
+    case DType::IQ4_XS:
+      return 30;
     case DType::BF16:
       return 32;
     default:
@@ -31,7 +50,15 @@ uint32_t file_type_for(DType type) {
 DType classifier_type(DType target) {
   switch (target) {
     case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::IQ4_NL:
+    case DType::Q2_K:
+    case DType::Q3_K:
     case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::IQ4_XS:
       return DType::Q6_K;
     case DType::Q8_0:
     case DType::Q6_K:
@@ -52,6 +79,67 @@ DType choose_tensor_type(const std::vector<int64_t>& ne, DType target, bool is_c
   return DType::F32;
 }
 
+std::optional<QuantScheme> parse_quant_scheme(std::string_view name) {
+  std::string lower(name);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  bool mixed = false;
+  if (lower.size() > 2 && lower.compare(lower.size() - 2, 2, "_m") == 0) {
+    lower.resize(lower.size() - 2);
+    mixed = true;
+  }
+  const auto type = dtype_from_name(lower);
+  if (!type) return std::nullopt;
+  if (mixed && *type != DType::Q3_K && *type != DType::Q4_K && *type != DType::Q5_K)
+    return std::nullopt;
+  if (!mixed && (*type == DType::Q8_K || *type == DType::Q8_1)) return std::nullopt;
+  return QuantScheme{*type, mixed};
+}
+
+namespace {
+
+// llama.cpp's rule for which layers of an _M mix get more bits in attn_v / ffn_down: the
+// first and last eighth, and every third layer in between.
+bool more_bits_layer(int64_t layer, int64_t n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+// The layer index of a "blk.N.*" tensor, or -1.
+int64_t layer_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  const size_t dot = name.find('.', 4);
+  if (dot == std::string::npos) return -1;
+  try {
+    return std::stoll(name.substr(4, dot - 4));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+DType mixed_tensor_type(const std::string& name, int64_t n_layers, DType base) {
+  const int64_t layer = layer_of(name);
+  if (layer < 0 || n_layers <= 0) return base;
+  const bool attn_v = ends_with(name, ".attn_v.weight");
+  const bool ffn_down = ends_with(name, ".ffn_down.weight");
+  if (base == DType::Q3_K) {
+    if (attn_v) return layer < 2 ? DType::Q5_K : DType::Q4_K;
+    if (ffn_down) {
+      if (layer < n_layers / 16) return DType::Q5_K;
+      return more_bits_layer(layer, n_layers) ? DType::Q4_K : DType::Q3_K;
+    }
+    if (ends_with(name, ".attn_output.weight")) return DType::Q4_K;
+    return base;
+  }
+  if ((attn_v || ffn_down) && more_bits_layer(layer, n_layers)) return DType::Q6_K;
+  return base;
+}
+
 std::vector<uint8_t> encode_rows(const float* src, int64_t rows, int64_t cols, DType type) {
   const auto info = dtype_info(type);
   if (cols % info.block_size != 0)
@@ -66,7 +154,18 @@ std::vector<uint8_t> encode_rows(const float* src, int64_t rows, int64_t cols, D
 }
 
 void quantize_model(const std::string& in_path, const std::string& out_path, DType target) {
+  quantize_model(in_path, out_path, QuantScheme{target, false});
+}
+
+void quantize_model(const std::string& in_path, const std::string& out_path,
+                    const QuantScheme& scheme) {
+  const DType target = scheme.type;
   const auto in = gguf::GgufFile::open(in_path);
+  int64_t n_layers = 0;
+  if (scheme.mixed) {
+    const std::string arch = in.get_string("general.architecture", "llama");
+    n_layers = in.get_int(arch + ".block_count", 0);
+  }
   gguf::GgufWriter w;
   for (const auto& [key, value] : in.metadata()) w.set_value(key, value);
   w.set_u32("general.file_type", file_type_for(target));
@@ -74,7 +173,10 @@ void quantize_model(const std::string& in_path, const std::string& out_path, DTy
   const std::string classifier =
       in.find_tensor("output.weight") ? "output.weight" : "token_embd.weight";
   for (const auto& t : in.tensors()) {
-    const DType type = choose_tensor_type(t.ne, target, t.name == classifier);
+    const bool is_classifier = t.name == classifier;
+    const DType want =
+        scheme.mixed && !is_classifier ? mixed_tensor_type(t.name, n_layers, target) : target;
+    const DType type = choose_tensor_type(t.ne, want, is_classifier);
     const uint8_t* data = in.tensor_data(t);
     if (type == t.type) {
       w.add_tensor(t.name, t.type, t.ne, data, static_cast<size_t>(t.n_bytes));

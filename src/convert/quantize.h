@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
@@ -27,6 +29,25 @@ DType choose_tensor_type(const std::vector<int64_t>& ne, DType target, bool is_c
 // Converts `rows` rows of `cols` f32 values to `type`; returns the encoded bytes.
 std::vector<uint8_t> encode_rows(const float* src, int64_t rows, int64_t cols, DType type);
 
+// What `strata quantize --type` asks for: one type for every matrix, or an _M mix
+// (q3_k_m, q4_k_m, q5_k_m) that gives some tensors more bits, as llama.cpp's do.
+struct QuantScheme {
+  DType type;
+  bool mixed = false;
+};
+
+// "q5_k", "Q4_K_M", "iq4_xs", ...; nullopt for unknown names, mixes other than the three
+// above, and the activation-only types.
+std::optional<QuantScheme> parse_quant_scheme(std::string_view name);
+
+// The type an _M mix based on `base` gives tensor `name` of a model with `n_layers` layers
+// (llama.cpp's recipe): Q4_K_M / Q5_K_M give attn_v and ffn_down Q6_K in the first and last
+// eighth of the layers and every third one between; Q3_K_M gives attn_v Q5_K (first two
+// layers) or Q4_K, ffn_down Q5_K / Q4_K / Q3_K by layer, attn_output Q4_K.
+DType mixed_tensor_type(const std::string& name, int64_t n_layers, DType base);
+
 void quantize_model(const std::string& in_path, const std::string& out_path, DType target);
+void quantize_model(const std::string& in_path, const std::string& out_path,
+                    const QuantScheme& scheme);
 
 }  // namespace strata

@@ -13,7 +13,7 @@ struct Entry {
 };
 
 // Block sizes and byte sizes follow GGUF's block layouts (QK_K = 256).
-constexpr std::array<Entry, 20> kTable = {{
+constexpr std::array<Entry, 22> kTable = {{
     {DType::F32, {"f32", 1, 4}},
     {DType::F16, {"f16", 1, 2}},
     {DType::Q4_0, {"q4_0", 32, 2 + 16}},
@@ -28,6 +28,8 @@ constexpr std::array<Entry, 20> kTable = {{
     {DType::Q5_K, {"q5_k", 256, 2 + 2 + 12 + 32 + 128}},
     {DType::Q6_K, {"q6_k", 256, 128 + 64 + 16 + 2}},
     {DType::Q8_K, {"q8_k", 256, 4 + 256 + 32}},
+    {DType::IQ4_NL, {"iq4_nl", 32, 2 + 16}},
+    {DType::IQ4_XS, {"iq4_xs", 256, 2 + 2 + 4 + 128}},
     {DType::I8, {"i8", 1, 1}},
     {DType::I16, {"i16", 1, 2}},
     {DType::I32, {"i32", 1, 4}},

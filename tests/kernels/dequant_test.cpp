@@ -150,7 +150,7 @@ TEST(Dequant, PlainFloats) {
 }
 
 TEST(Traits, UnsupportedTypesThrow) {
-  EXPECT_THROW(type_traits(DType::Q5_K), Error);
+  EXPECT_THROW(type_traits(DType::Q8_1), Error);
   EXPECT_THROW(reference_type_traits(DType::I32), Error);
   EXPECT_EQ(type_traits(DType::Q8_K).vec_dot, nullptr);
   EXPECT_EQ(type_traits(DType::Q4_K).vec_dot_type, DType::Q8_K);

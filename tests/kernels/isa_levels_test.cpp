@@ -66,7 +66,7 @@ TEST(KernelIsa, Avx512VnniMatchesAvx2BitForBit) {
     GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or STRATA_NO_AVX512)";
   }
   Rng rng(71);
-  for (DType t : {DType::Q8_0, DType::Q4_0}) {
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL}) {
     // Block counts 1, 3, 16 and 65 (odd last blocks), row counts around the 4-row tile,
     // token counts hitting every tile width and remainder.
     for (int64_t cols : {32, 96, 512, 2080}) {
@@ -78,8 +78,8 @@ TEST(KernelIsa, Avx512VnniMatchesAvx2BitForBit) {
       expect_levels_agree(t, 11, cols, 6, rng, true);
     }
   }
-  // Q4_K and Q6_K: 1, 2 and 9 super-blocks.
-  for (DType t : {DType::Q4_K, DType::Q6_K}) {
+  // The K-quants and IQ4_XS: 1, 2 and 9 super-blocks.
+  for (DType t : {DType::Q4_K, DType::Q6_K, DType::Q2_K, DType::Q3_K, DType::Q5_K, DType::IQ4_XS}) {
     for (int64_t cols : {256, 512, 2304}) {
       for (int64_t rows : {1, 3, 4}) {
         for (int64_t tokens : {1, 2, 3, 4, 5, 9})

@@ -43,8 +43,10 @@ inline std::vector<float> normal_floats(Rng& rng, int64_t n, float sigma = 1.0f)
 
 // Weight types the kernels support, and every type with kernels.
 inline const std::vector<DType>& weight_types() {
-  static const std::vector<DType> types = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
-                                           DType::Q4_0, DType::Q4_K, DType::Q6_K};
+  static const std::vector<DType> types = {DType::F32,  DType::F16,  DType::BF16,   DType::Q8_0,
+                                           DType::Q4_0, DType::Q4_K, DType::Q6_K,   DType::Q4_1,
+                                           DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::Q2_K,
+                                           DType::Q3_K, DType::Q5_K, DType::IQ4_XS};
   return types;
 }
 
@@ -95,6 +97,31 @@ inline std::vector<uint8_t> random_weights(DType t, int64_t rows, int64_t cols, 
       case DType::Q6_K:
         put_half(blk + 208, rng.uniform(-0.001f, 0.001f));
         break;
+      case DType::Q5_0:
+        put_half(blk, rng.uniform(-0.01f, 0.01f));
+        break;
+      case DType::Q4_1:  // d and the offset m
+      case DType::Q5_1:
+        put_half(blk, rng.uniform(-0.01f, 0.01f));
+        put_half(blk + 2, rng.uniform(-0.1f, 0.1f));
+        break;
+      case DType::IQ4_NL:
+        put_half(blk, rng.uniform(-0.002f, 0.002f));
+        break;
+      case DType::Q2_K:
+        put_half(blk + 80, rng.uniform(-0.004f, 0.004f));  // d
+        put_half(blk + 82, rng.uniform(-0.004f, 0.004f));  // dmin
+        break;
+      case DType::Q3_K:
+        put_half(blk + 108, rng.uniform(-0.002f, 0.002f));
+        break;
+      case DType::Q5_K:
+        put_half(blk, rng.uniform(-0.002f, 0.002f));
+        put_half(blk + 2, rng.uniform(-0.002f, 0.002f));
+        break;
+      case DType::IQ4_XS:
+        put_half(blk, rng.uniform(-0.0005f, 0.0005f));
+        break;
       default:
         break;
     }
@@ -125,7 +152,14 @@ inline float half_at(const uint8_t* p) {
   return fp16_to_fp32(h);
 }
 
-// Grid of element i of a quantized row (Q8_0, Q4_0, Q4_K, Q6_K).
+// The 6-bit scale (biased by 32) of sub-block s of a Q3_K block's 12 scale bytes.
+inline int q3_k_scale(const uint8_t* s, int sub) {
+  const int low = sub < 8 ? s[sub] & 15 : s[sub - 8] >> 4;
+  return low | (((s[8 + sub % 4] >> (2 * (sub / 4))) & 3) << 4);
+}
+
+// Grid of element i of a quantized row (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the K-quants);
+// IQ4_NL and IQ4_XS have no uniform grid.
 inline Grid grid_of(DType t, const uint8_t* row, int64_t i) {
   const size_t bs = dtype_info(t).type_size;
   const uint8_t* blk = row + static_cast<size_t>(i / block_size(t)) * bs;
@@ -146,6 +180,27 @@ inline Grid grid_of(DType t, const uint8_t* row, int64_t i) {
           half_at(blk + 208) * static_cast<float>(static_cast<int8_t>(blk[192 + e / 16]));
       return {s, -32.0f * s, 0, 63};
     }
+    case DType::Q4_1:
+      return {half_at(blk), half_at(blk + 2), 0, 15};
+    case DType::Q5_0:
+      return {half_at(blk), -16.0f * half_at(blk), 0, 31};
+    case DType::Q5_1:
+      return {half_at(blk), half_at(blk + 2), 0, 31};
+    case DType::Q2_K: {
+      const uint8_t sc = blk[e / 16];
+      return {half_at(blk + 80) * static_cast<float>(sc & 15),
+              -(half_at(blk + 82) * static_cast<float>(sc >> 4)), 0, 3};
+    }
+    case DType::Q3_K:
+      return {half_at(blk + 108) *
+                  static_cast<float>(q3_k_scale(blk + 96, static_cast<int>(e / 16)) - 32),
+              0.0f, -4, 3};
+    case DType::Q5_K: {
+      int sc, m;
+      q4_k_scale_min(blk + 4, static_cast<int>(e / 32), &sc, &m);
+      return {half_at(blk) * static_cast<float>(sc), -(half_at(blk + 2) * static_cast<float>(m)), 0,
+              31};
+    }
     default:
       return {0, 0, 0, 0};
   }
@@ -164,13 +219,15 @@ inline double nearest_level_error(const Grid& g, double x) {
 }
 
 // Magnitude bound of each weight's contribution as the optimized kernels compute it:
-// |w| for most types; for Q4_K the scaled quant and the min are summed separately, so
-// |scale * q| + |min|, which can exceed |w| when they cancel.
+// |w| for most types; for the types with an offset (Q4_K, Q5_K, Q2_K, Q4_1, Q5_1) the
+// scaled quant and the offset are summed separately, so |scale * q| + |offset|, which can
+// exceed |w| when they cancel.
 inline std::vector<double> weight_magnitudes(DType t, const uint8_t* row, const float* deq,
                                              int64_t n) {
   std::vector<double> m(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    if (t == DType::Q4_K) {
+    if (t == DType::Q4_K || t == DType::Q5_K || t == DType::Q2_K || t == DType::Q4_1 ||
+        t == DType::Q5_1) {
       const Grid g = grid_of(t, row, i);
       m[i] = std::fabs(static_cast<double>(deq[i]) - g.offset) + std::fabs(g.offset);
     } else {

@@ -261,7 +261,7 @@ TEST(Matmul, RejectsBadArguments) {
   EXPECT_THROW(matmul(DType::Q4_0, w.data(), 2, 100, x.data(), 1, y.data(), pool, scratch), Error);
   EXPECT_THROW(matmul(DType::Q4_K, w.data(), 2, 128, x.data(), 1, y.data(), pool, scratch), Error);
   EXPECT_THROW(matmul(DType::Q8_K, w.data(), 2, 256, x.data(), 1, y.data(), pool, scratch), Error);
-  EXPECT_THROW(matmul(DType::Q5_K, w.data(), 2, 256, x.data(), 1, y.data(), pool, scratch), Error);
+  EXPECT_THROW(matmul(DType::Q8_1, w.data(), 2, 256, x.data(), 1, y.data(), pool, scratch), Error);
   EXPECT_THROW(matmul(DType::F32, w.data(), -1, 4, x.data(), 1, y.data(), pool, scratch), Error);
   EXPECT_THROW(matmul(DType::F32, w.data() + 1, 2, 4, x.data(), 1, y.data(), pool, scratch), Error);
   EXPECT_THROW(matmul(DType::F32, nullptr, 2, 4, x.data(), 1, y.data(), pool, scratch), Error);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -157,7 +158,7 @@ TEST(Quantize, Q4_0WithinHalfStepUnlessClipped) {
 
 TEST(Quantize, KQuantsPickNearestLevelsOnAwkwardData) {
   Rng rng(5);
-  for (DType t : {DType::Q4_K, DType::Q6_K}) {
+  for (DType t : {DType::Q4_K, DType::Q6_K, DType::Q2_K, DType::Q3_K, DType::Q5_K}) {
     const RoundTrip r = round_trip(t, awkward_floats(rng, 256, 60));
     expect_nearest_levels(t, r);
     for (size_t i = 0; i < 256; ++i) ASSERT_EQ(r.deq[i], 0.0f) << "zero block, " << dtype_name(t);
@@ -182,6 +183,80 @@ TEST(Quantize, KQuantsRmsErrorOnGaussianData) {
     RecordProperty(std::string(dtype_name(t)) + "_rms", std::to_string(rms));
     EXPECT_LE(rms, bound) << dtype_name(t);
     expect_nearest_levels(t, r);
+  }
+}
+
+// The 32-element types on awkward data: nearest levels on their grids, finite values, and
+// an all-zero block decodes to zeros.
+TEST(Quantize, LegacyTypesPickNearestLevelsOnAwkwardData) {
+  Rng rng(9);
+  for (DType t : {DType::Q4_1, DType::Q5_0, DType::Q5_1}) {
+    const RoundTrip r = round_trip(t, awkward_floats(rng, 32, 400));
+    expect_nearest_levels(t, r);
+    for (size_t i = 0; i < 32; ++i) ASSERT_EQ(r.deq[i], 0.0f) << "zero block, " << dtype_name(t);
+  }
+}
+
+// IQ4_NL / IQ4_XS have a non-uniform codebook: each element must decode to the codebook
+// entry nearest to it for its block's (sub-block's) scale, which to_float of a block whose
+// quants are all 0..15 in turn reveals.
+TEST(Quantize, Iq4TypesPickNearestCodebookEntry) {
+  Rng rng(10);
+  for (DType t : {DType::IQ4_NL, DType::IQ4_XS}) {
+    const int64_t bs = test::block_size(t);
+    const RoundTrip r = round_trip(t, awkward_floats(rng, bs, 40));
+    const int64_t group = 32;  // elements that share one scale in both types
+    for (size_t g = 0; g < r.x.size() / group; ++g) {
+      // The 16 values this group can take: the decoded block with every nibble set to k.
+      std::vector<uint8_t> probe(
+          r.bytes.begin() +
+              static_cast<int64_t>(g * group / bs) * static_cast<int64_t>(dtype_info(t).type_size),
+          r.bytes.begin() + static_cast<int64_t>(g * group / bs + 1) *
+                                static_cast<int64_t>(dtype_info(t).type_size));
+      const size_t qs = t == DType::IQ4_NL ? 2 : 8;
+      const size_t sub = (g * group % bs) / group;  // sub-block within the block
+      std::vector<float> levels(16);
+      for (int k = 0; k < 16; ++k) {
+        for (size_t j = qs; j < probe.size(); ++j) probe[j] = static_cast<uint8_t>(k | (k << 4));
+        std::vector<float> dec(static_cast<size_t>(bs));
+        type_traits(t).to_float(probe.data(), dec.data(), bs);
+        levels[static_cast<size_t>(k)] = dec[sub * group];
+      }
+      for (size_t i = g * group; i < (g + 1) * group; ++i) {
+        double best = 1e300;
+        for (float v : levels) best = std::fmin(best, std::fabs(static_cast<double>(r.x[i]) - v));
+        const double err = std::fabs(static_cast<double>(r.x[i]) - r.deq[i]);
+        ASSERT_TRUE(std::isfinite(r.deq[i]));
+        ASSERT_LE(err, best + 1e-6 * std::fabs(r.x[i]) + 1e-30)
+            << dtype_name(t) << " element " << i << " x=" << r.x[i] << " got " << r.deq[i];
+      }
+    }
+  }
+}
+
+// RMS error on Gaussian data (sigma = 1) against what each grid allows, derived as for
+// the K-quants above: a uniform step s gives s / sqrt(12); the step is the block's expected
+// range (or largest magnitude) over its levels. Q4_1 / Q5_1: 32 elements span ~4.1 over
+// 15 / 31 steps -> RMS ~ 0.079 / 0.038. Q5_0: largest |x| of 32 ~ 2.3 over 16 steps ->
+// 0.041. Q5_K: 32-element sub-blocks, 4.1 over 31 steps -> 0.038. Q3_K: 16 elements,
+// largest |x| ~ 1.95 over 4 steps -> 0.14. Q2_K: 16 elements span ~3.5 over 3 steps ->
+// 0.34 (clipping helps both). IQ4: 16 levels denser near zero, at least as good as the
+// 4-bit uniform grids on a bell shape: the Q4_1 figure. 15% slack as above.
+TEST(Quantize, NewTypesRmsErrorOnGaussianData) {
+  Rng rng(11);
+  const std::vector<float> x = test::normal_floats(rng, 256 * 200);
+  for (auto [t, bound] :
+       {std::pair{DType::Q4_1, 0.079}, std::pair{DType::Q5_1, 0.038}, std::pair{DType::Q5_0, 0.041},
+        std::pair{DType::Q5_K, 0.038}, std::pair{DType::Q3_K, 0.14}, std::pair{DType::Q2_K, 0.34},
+        std::pair{DType::IQ4_NL, 0.079}, std::pair{DType::IQ4_XS, 0.079}}) {
+    const RoundTrip r = round_trip(t, x);
+    double sq = 0;
+    for (size_t i = 0; i < x.size(); ++i) sq += std::pow(static_cast<double>(x[i]) - r.deq[i], 2);
+    const double rms = std::sqrt(sq / static_cast<double>(x.size()));
+    RecordProperty(std::string(dtype_name(t)) + "_rms", std::to_string(rms));
+    EXPECT_LE(rms, bound * 1.15) << dtype_name(t);
+    std::printf("%s rms %.4f (bound %.4f)\n", std::string(dtype_name(t)).c_str(), rms,
+                bound * 1.15);
   }
 }
 

@@ -70,4 +70,20 @@ static inline __m256i pack_i32_to_i8(__m256i a, __m256i b, __m256i c, __m256i d)
   return _mm256_permutevar8x32_epi32(abcd, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+static inline __m256i load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+// Shuffle mask that broadcasts int16 lane j of each 128-bit half to the whole half.
+static inline __m256i broadcast_i16_mask(int j) {
+  return _mm256_set1_epi16(static_cast<int16_t>(((2 * j + 1) << 8) | (2 * j)));
+}
+
+// Shuffle mask that broadcasts int16 lane j of the low half to the low half and lane j + 1
+// of the high half to the high half.
+static inline __m256i pair_i16_mask(int j) {
+  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(((2 * j + 3) << 8) | (2 * j + 2))),
+                          _mm_set1_epi16(static_cast<int16_t>(((2 * j + 1) << 8) | (2 * j))));
+}
+
 }  // namespace strata::kernels::avx2

@@ -26,6 +26,83 @@ struct BlockQ4_0 {
   uint8_t qs[kQK8_0 / 2];  // nibbles
 };
 
+// value[i] = d * q[i] + m, with the nibbles q[i] ordered as in Q4_0 (low nibbles are
+// elements 0-15, high nibbles 16-31).
+struct BlockQ4_1 {
+  uint16_t d;              // fp16 scale
+  uint16_t m;              // fp16 offset (the block's minimum)
+  uint8_t qs[kQK8_0 / 2];  // nibbles
+};
+
+// value[i] = (q[i] - 16) * d with 5-bit q[i]: its low 4 bits are the nibble of Q4_0's
+// layout and its bit 4 is bit i of qh read as a little-endian uint32.
+struct BlockQ5_0 {
+  uint16_t d;              // fp16 scale
+  uint8_t qh[4];           // bit 4 of each quant
+  uint8_t qs[kQK8_0 / 2];  // low 4 bits, as in Q4_0
+};
+
+// value[i] = d * q[i] + m, q[i] as in Q5_0.
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kQK8_0 / 2];
+};
+
+// The 16 levels of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl): a non-uniform grid, denser
+// near zero, that fits the bell-shaped weight distribution better than 16 equal steps.
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
+// value[i] = d * kIQ4NLValues[q[i]], nibbles ordered as in Q4_0.
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQK8_0 / 2];
+};
+
+// 16 sub-blocks of 16 elements: value = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4)
+// for element i in sub-block s = i / 16, with 2-bit q: element 128h + 32j + l (h < 2,
+// j < 4, l < 32) is bits 2j, 2j + 1 of qs[32h + l].
+struct BlockQ2_K {
+  uint8_t scales[kQK_K / 16];  // 4-bit scale (low) and 4-bit min (high) per sub-block
+  uint8_t qs[kQK_K / 4];       // 2-bit quants
+  uint16_t d;                  // fp16 super-block scale for the scales
+  uint16_t dmin;               // fp16 super-block scale for the mins
+};
+
+// 16 sub-blocks of 16 elements: value = d * (sc[s] - 32) * q with q in [-4, 3]. Element i
+// = 128h + 32j + l: q = (bits 2j, 2j + 1 of qs[32h + l]) - 4, plus 4 when bit i / 32 of
+// hmask[i % 32] is set. The 6-bit sc[s]: low 4 bits are scales[s] & 15 (s < 8) or
+// scales[s - 8] >> 4 (s >= 8); high 2 bits are bits 2(s / 4), 2(s / 4) + 1 of scales[8 + s % 4].
+struct BlockQ3_K {
+  uint8_t hmask[kQK_K / 8];  // bit 2 of the biased quants
+  uint8_t qs[kQK_K / 4];     // low 2 bits
+  uint8_t scales[12];        // 6-bit sub-block scales, biased by 32, packed as above
+  uint16_t d;                // fp16 super-block scale
+};
+
+// Q4_K plus a fifth bit: q = nibble (as in Q4_K) + 16 * bit, where element 64k + l (l < 32)
+// takes bit 2k of qh[l] and element 64k + 32 + l bit 2k + 1. Scales and mins as in Q4_K;
+// value = d * sc[j] * q - dmin * m[j] with q in [0, 31].
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+
+// 8 sub-blocks of 32: value = d * (ls[j] - 32) * kIQ4NLValues[q], where the 6-bit ls[j]
+// is nibble j % 2 of scales_l[j / 2] plus bits 2j, 2j + 1 of scales_h as its bits 4-5, and
+// sub-block j's nibbles are qs[16j .. 16j + 15] in IQ4_NL's order.
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
+};
+
 // 8 sub-blocks of 32 elements. Sub-block j has a 6-bit scale sc[j] and 6-bit min m[j]
 // packed into `scales` (see unpack in q4_k code):
 //   j < 4:  sc = scales[j] & 63,             m = scales[j + 4] & 63
@@ -143,6 +220,14 @@ static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 
 // The dtype table (core/dtype.cpp) is not constexpr, so the link between these structs and
 // dtype_info() is checked at start-up in traits.cpp and in the tests.

@@ -55,4 +55,34 @@ float q6_k_vec_dot(int64_t n, const void* w, const void* a);
 void q6_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
+// Q2_K, Q3_K, Q5_K and IQ4_XS weights against Q8_K activations (kquant_ext_avx512.cpp);
+// bit-identical to the AVX2 kernels.
+float q2_k_vec_dot(int64_t n, const void* w, const void* a);
+float q3_k_vec_dot(int64_t n, const void* w, const void* a);
+float q5_k_vec_dot(int64_t n, const void* w, const void* a);
+float iq4_xs_vec_dot(int64_t n, const void* w, const void* a);
+void q2_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q3_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q5_k_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void iq4_xs_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                 int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+
+// Q4_1, Q5_0, Q5_1 and IQ4_NL weights against Q8_0 activations (legacy_avx512.cpp);
+// bit-identical to the AVX2 kernels.
+float q4_1_vec_dot(int64_t n, const void* w, const void* a);
+float q5_0_vec_dot(int64_t n, const void* w, const void* a);
+float q5_1_vec_dot(int64_t n, const void* w, const void* a);
+float iq4_nl_vec_dot(int64_t n, const void* w, const void* a);
+void q4_1_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q5_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q5_1_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void iq4_nl_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                 int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+
 }  // namespace strata::kernels::avx512

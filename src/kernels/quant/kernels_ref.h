@@ -25,6 +25,18 @@ float q8_0_vec_dot(int64_t n, const void* w, const void* a);
 void q4_0_to_float(const void* src, float* dst, int64_t n);
 void q4_0_from_float(const float* src, void* dst, int64_t n);
 float q4_0_vec_dot(int64_t n, const void* w, const void* a);
+void q4_1_to_float(const void* src, float* dst, int64_t n);
+void q4_1_from_float(const float* src, void* dst, int64_t n);
+float q4_1_vec_dot(int64_t n, const void* w, const void* a);
+void q5_0_to_float(const void* src, float* dst, int64_t n);
+void q5_0_from_float(const float* src, void* dst, int64_t n);
+float q5_0_vec_dot(int64_t n, const void* w, const void* a);
+void q5_1_to_float(const void* src, float* dst, int64_t n);
+void q5_1_from_float(const float* src, void* dst, int64_t n);
+float q5_1_vec_dot(int64_t n, const void* w, const void* a);
+void iq4_nl_to_float(const void* src, float* dst, int64_t n);
+void iq4_nl_from_float(const float* src, void* dst, int64_t n);
+float iq4_nl_vec_dot(int64_t n, const void* w, const void* a);
 
 // Internal interleaved layouts (blocks.h), 512-element groups: Q4_0_X16 and Q8_0_X16
 // weights take Q8_0_X16A activations. Their vec_dots are the AVX-512 kernels' exact
@@ -53,6 +65,23 @@ float q4_k_vec_dot(int64_t n, const void* w, const void* a);
 void q6_k_to_float(const void* src, float* dst, int64_t n);
 void q6_k_from_float(const float* src, void* dst, int64_t n);
 float q6_k_vec_dot(int64_t n, const void* w, const void* a);
+void q2_k_to_float(const void* src, float* dst, int64_t n);
+void q2_k_from_float(const float* src, void* dst, int64_t n);
+float q2_k_vec_dot(int64_t n, const void* w, const void* a);
+void q3_k_to_float(const void* src, float* dst, int64_t n);
+void q3_k_from_float(const float* src, void* dst, int64_t n);
+float q3_k_vec_dot(int64_t n, const void* w, const void* a);
+void q5_k_to_float(const void* src, float* dst, int64_t n);
+void q5_k_from_float(const float* src, void* dst, int64_t n);
+float q5_k_vec_dot(int64_t n, const void* w, const void* a);
+void iq4_xs_to_float(const void* src, float* dst, int64_t n);
+void iq4_xs_from_float(const float* src, void* dst, int64_t n);
+float iq4_xs_vec_dot(int64_t n, const void* w, const void* a);
+
+// The 6-bit scale (biased by 32) of sub-block s (0..15) of a Q3_K block, and the 6-bit
+// scale of sub-block j (0..7) of an IQ4_XS block, in [0, 63].
+int q3_k_scale(const uint8_t* scales, int s);
+int iq4_xs_scale(uint16_t scales_h, const uint8_t* scales_l, int j);
 
 // Unpacks the 6-bit scale and min of sub-block j (0..7) of a Q4_K block.
 void q4_k_scale_min(const uint8_t* scales, int j, int* scale, int* min);

@@ -16,25 +16,6 @@
 #include "kernels/quant/kquant_scales.h"
 
 namespace strata::kernels::avx2 {
-namespace {
-
-// Shuffle mask that broadcasts int16 lane j of each 128-bit half to the whole half.
-inline __m256i broadcast_i16_mask(int j) {
-  return _mm256_set1_epi16(static_cast<int16_t>(((2 * j + 1) << 8) | (2 * j)));
-}
-
-inline __m256i load256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
-// Shuffle mask that broadcasts int16 lane j of the low half to the low half and lane j + 1
-// of the high half to the high half.
-inline __m256i pair_i16_mask(int j) {
-  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(((2 * j + 3) << 8) | (2 * j + 2))),
-                          _mm_set1_epi16(static_cast<int16_t>(((2 * j + 1) << 8) | (2 * j))));
-}
-
-}  // namespace
 
 void q8_k_from_float(const float* src, void* dst, int64_t n) {
   BlockQ8_K* blocks = static_cast<BlockQ8_K*>(dst);

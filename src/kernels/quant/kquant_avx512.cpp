@@ -21,6 +21,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include "kernels/quant/avx512_util.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
 #include "kernels/quant/kquant_gemm.h"
@@ -28,22 +29,6 @@
 
 namespace strata::kernels::avx512 {
 namespace {
-
-// For vpermw: 16-bit lane l of the c-th register of 64 quants (2 per lane) belongs to
-// sub-block c * (32 / kLanesPerSub) + l / kLanesPerSub. Built once, at compile time.
-template <int kLanesPerSub>
-struct SubBlockOfLane {
-  alignas(64) int16_t idx[4][32] = {};
-  constexpr SubBlockOfLane() {
-    for (int c = 0; c < 4; ++c) {
-      for (int l = 0; l < 32; ++l)
-        idx[c][l] = static_cast<int16_t>(c * (32 / kLanesPerSub) + l / kLanesPerSub);
-    }
-  }
-  __m512i load(int c) const { return _mm512_load_si512(idx[c]); }
-};
-constexpr SubBlockOfLane<16> kQ4KSubBlocks;  // Q4_K: 32-element sub-blocks
-constexpr SubBlockOfLane<8> kQ6KSubBlocks;   // Q6_K: 16-element sub-blocks
 
 template <int T>
 void q4_k_tile(int64_t nb, const BlockQ4_K* wb, const uint8_t* a, int64_t a_stride, float* y,

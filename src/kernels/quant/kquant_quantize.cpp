@@ -11,15 +11,10 @@
 #include "core/fp16.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_ref.h"
+#include "kernels/quant/quant_fit.h"
 #include "kernels/quant/rounding.h"
 
 namespace strata::kernels::ref {
-namespace {
-
-struct AffineFit {
-  float scale;  // value = scale * q - min, with q in [0, nmax]
-  float min;    // >= 0
-};
 
 // Fits value = scale * q - min (min >= 0) to x[0..n) with weights w, trying the grid
 // anchored at min(x) with nmax + (-1.0, -0.9, ..., +1.0) steps over the range and keeping the
@@ -126,6 +121,8 @@ void pack_q4_k_scales(const int* ls, const int* lm, uint8_t* scales) {
     scales[j] = static_cast<uint8_t>(scales[j] | ((lm[j] >> 4) << 6));
   }
 }
+
+namespace {
 
 void quantize_q4_k_block(const float* x, BlockQ4_K& block) {
   // Weights favour large magnitudes but keep a floor at the block's RMS.

@@ -1,5 +1,5 @@
-// Q4_K's packed 6-bit sub-block scales and mins (blocks.h), unpacked for the SIMD K-quant
-// kernels. Internal linkage: the AVX2 and AVX-512 files include it with different
+// The packed sub-block scales of Q4_K/Q5_K, Q3_K and IQ4_XS (blocks.h), unpacked for the
+// SIMD K-quant kernels. Internal linkage: the AVX2 and AVX-512 files include it with different
 // instruction sets, so each keeps its own copy.
 #pragma once
 
@@ -25,6 +25,34 @@ inline __m128i unpack_q4_k_scales_mins(const uint8_t* packed) {
   const uint32_t m_hi = ((u2 >> 4) & low4) | (((u1 >> 6) & low2) << 4);
   return _mm_set_epi32(static_cast<int>(m_hi), static_cast<int>(m_lo), static_cast<int>(sc_hi),
                        static_cast<int>(sc_lo));
+}
+
+// The 16 6-bit scales of a Q3_K block minus their bias 32, as int8 in sub-block order.
+// Four sub-blocks per 32-bit word: word k holds the low nibbles of bytes 0-3 (k = 0),
+// 4-7 (k = 1) or their high nibbles (k = 2, 3), and bits 2k, 2k + 1 of bytes 8-11 on top.
+inline __m128i unpack_q3_k_scales(const uint8_t* packed) {
+  uint32_t a0, a1, a2;
+  std::memcpy(&a0, packed, 4);
+  std::memcpy(&a1, packed + 4, 4);
+  std::memcpy(&a2, packed + 8, 4);
+  const uint32_t low4 = 0x0f0f0f0f, low2 = 0x03030303;
+  const uint32_t w0 = (a0 & low4) | ((a2 & low2) << 4);
+  const uint32_t w1 = (a1 & low4) | (((a2 >> 2) & low2) << 4);
+  const uint32_t w2 = ((a0 >> 4) & low4) | (((a2 >> 4) & low2) << 4);
+  const uint32_t w3 = ((a1 >> 4) & low4) | (((a2 >> 6) & low2) << 4);
+  const __m128i biased = _mm_set_epi32(static_cast<int>(w3), static_cast<int>(w2),
+                                       static_cast<int>(w1), static_cast<int>(w0));
+  return _mm_sub_epi8(biased, _mm_set1_epi8(32));
+}
+
+// The 8 6-bit scales of an IQ4_XS block minus their bias 32, as int16.
+inline __m128i unpack_iq4_xs_scales(uint16_t scales_h, const uint8_t* scales_l) {
+  alignas(16) int16_t ls[8];
+  for (int j = 0; j < 8; ++j) {
+    const int low = (scales_l[j / 2] >> (4 * (j % 2))) & 0x0f;
+    ls[j] = static_cast<int16_t>((low | (((scales_h >> (2 * j)) & 3) << 4)) - 32);
+  }
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(ls));
 }
 
 }  // namespace

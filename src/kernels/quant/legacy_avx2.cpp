@@ -1,5 +1,6 @@
-// AVX2 kernels for Q8_0 and Q4_0 weights against Q8_0 activations, and the AVX2 Q8_0
-// quantizer (bit-identical to ref::q8_0_from_float).
+// AVX2 kernels for the 32-element block types (Q8_0, Q4_0, Q5_0, IQ4_NL and the affine
+// Q4_1, Q5_1) against Q8_0 activations, and the AVX2 Q8_0 quantizer (bit-identical to
+// ref::q8_0_from_float).
 //
 // Dot-product reduction order, shared by vec_dot and gemm (vec_dot is gemm with one row and
 // one token, so the same template computes every output): each block's 32 products are
@@ -7,7 +8,10 @@
 // and multiplied-added as acc = fma(d_w * d_a, sums, acc) into one of two 8-lane
 // accumulators per (row, token) (even blocks -> acc0, odd blocks -> acc1, an odd last
 // block -> acc0); the result is hsum(acc0 + acc1). No output depends on which tile, batch
-// or thread computed it.
+// or thread computed it. The affine types (value = d * q + m) add a second step per block,
+// acc = fma(m_w * d_a, asum, acc), with asum lane i the sum of activations 4i..4i+3.
+#include <type_traits>
+
 #include "core/prefetch.h"
 #include "kernels/quant/avx2_util.h"
 #include "kernels/quant/blocks.h"
@@ -32,6 +36,50 @@ inline __m256i signed_quants(const BlockQ4_0& block) {
   return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
 }
 
+// The 32 nibbles of a Q4_0-ordered qs in element order, in [0, 15].
+inline __m256i nibbles(const uint8_t* qs) {
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i both =
+      _mm256_inserti128_si256(_mm256_castsi128_si256(packed), _mm_srli_epi16(packed, 4), 1);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+}
+
+// Byte i is 0x10 where bit i of the 32-bit qh is set, else 0: the fifth quant bit of Q5_0 and
+// Q5_1. Byte i is shuffled from qh byte i / 8 and tested against bit i % 8.
+inline __m256i fifth_bits(const uint8_t* qh_bytes) {
+  uint32_t qh;
+  __builtin_memcpy(&qh, qh_bytes, 4);
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
+                          _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
+                                             0x0202020202020202, 0x0303030303030303));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+inline __m256i signed_quants(const BlockQ5_0& block) {
+  return _mm256_sub_epi8(_mm256_or_si256(nibbles(block.qs), fifth_bits(block.qh)),
+                         _mm256_set1_epi8(16));
+}
+inline __m256i signed_quants(const BlockIQ4_NL& block) {
+  const __m256i table =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
+  return _mm256_shuffle_epi8(table, nibbles(block.qs));
+}
+
+// The affine types' quants, unsigned (Q4_1 in [0, 15], Q5_1 in [0, 31]): they enter
+// maddubs as its unsigned operand directly.
+inline __m256i unsigned_quants(const BlockQ4_1& block) {
+  return nibbles(block.qs);
+}
+inline __m256i unsigned_quants(const BlockQ5_1& block) {
+  return _mm256_or_si256(nibbles(block.qs), fifth_bits(block.qh));
+}
+
+template <class WBlock>
+constexpr bool kAffine = std::is_same_v<WBlock, BlockQ4_1> || std::is_same_v<WBlock, BlockQ5_1>;
+
 // One tile of R weight rows x T tokens with two accumulators per output (even blocks ->
 // acc0, odd blocks -> acc1, an odd last block -> acc0; result hsum(acc0 + acc1)), so even
 // a one-row GEMV has two independent fma chains. Each weight block is unpacked once (w and
@@ -49,24 +97,43 @@ void gemm_tile(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
   const __m256i ones = _mm256_set1_epi16(1);
   auto step = [&](int64_t b, __m256(&acc_b)[R][T]) {
     __m256 da[T];
+    [[maybe_unused]] __m256 asum[T];  // affine types: lane i = sum of activations 4i..4i+3
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      da[t] =
-          _mm256_set1_ps(half_to_float(reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b].d));
+      const BlockQ8_0& ab = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b];
+      da[t] = _mm256_set1_ps(half_to_float(ab.d));
+      if constexpr (kAffine<WBlock>) {
+        asum[t] = _mm256_cvtepi32_ps(
+            _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), load_q8_0(ab)), ones));
+      }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const WBlock& wb = reinterpret_cast<const WBlock*>(w + r * w_stride)[b];
-      const __m256i wq = signed_quants(wb);
-      const __m256i aw = _mm256_sign_epi8(wq, wq);
       const __m256 dw = _mm256_set1_ps(half_to_float(wb.d));
+      if constexpr (kAffine<WBlock>) {
+        // Pairs of at most 2 x 31 x 128 products: maddubs cannot saturate.
+        const __m256i wq = unsigned_quants(wb);
+        const __m256 mw = _mm256_set1_ps(half_to_float(wb.m));
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const BlockQ8_0& ab = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b];
-        const __m256i sa = _mm256_sign_epi8(load_q8_0(ab), wq);
-        const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sa), ones);
-        acc_b[r][t] =
-            _mm256_fmadd_ps(_mm256_mul_ps(dw, da[t]), _mm256_cvtepi32_ps(sums), acc_b[r][t]);
+        for (int t = 0; t < T; ++t) {
+          const BlockQ8_0& ab = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b];
+          const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(wq, load_q8_0(ab)), ones);
+          acc_b[r][t] =
+              _mm256_fmadd_ps(_mm256_mul_ps(dw, da[t]), _mm256_cvtepi32_ps(sums), acc_b[r][t]);
+          acc_b[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(mw, da[t]), asum[t], acc_b[r][t]);
+        }
+      } else {
+        const __m256i wq = signed_quants(wb);
+        const __m256i aw = _mm256_sign_epi8(wq, wq);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          const BlockQ8_0& ab = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b];
+          const __m256i sa = _mm256_sign_epi8(load_q8_0(ab), wq);
+          const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sa), ones);
+          acc_b[r][t] =
+              _mm256_fmadd_ps(_mm256_mul_ps(dw, da[t]), _mm256_cvtepi32_ps(sums), acc_b[r][t]);
+        }
       }
     }
   };
@@ -156,6 +223,42 @@ float q8_0_vec_dot(int64_t n, const void* w, const void* a) {
 
 float q4_0_vec_dot(int64_t n, const void* w, const void* a) {
   return vec_dot_blocks<BlockQ4_0>(n, w, a);
+}
+
+float q4_1_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_blocks<BlockQ4_1>(n, w, a);
+}
+
+float q5_0_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_blocks<BlockQ5_0>(n, w, a);
+}
+
+float q5_1_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_blocks<BlockQ5_1>(n, w, a);
+}
+
+float iq4_nl_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_blocks<BlockIQ4_NL>(n, w, a);
+}
+
+void q4_1_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_blocks<BlockQ4_1>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+
+void q5_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_blocks<BlockQ5_0>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+
+void q5_1_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+               int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_blocks<BlockQ5_1>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+
+void iq4_nl_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                 int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_blocks<BlockIQ4_NL>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 void q8_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,

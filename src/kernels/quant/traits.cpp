@@ -28,6 +28,8 @@ void add(Table& table, const TypeTraits& traits) {
 }
 
 using VecDotFn = float (*)(int64_t, const void*, const void*);
+using GemmFn = void (*)(int64_t, const void*, int64_t, int64_t, const void*, int64_t, int64_t,
+                        float*, int64_t);
 
 // TypeTraits::gemm for kernels without a tiled version: one vec_dot per output, so the
 // results are vec_dot's by construction.
@@ -57,6 +59,14 @@ Table build_reference() {
   check_block_size(DType::Q4_K, sizeof(BlockQ4_K), kQK_K);
   check_block_size(DType::Q6_K, sizeof(BlockQ6_K), kQK_K);
   check_block_size(DType::Q8_K, sizeof(BlockQ8_K), kQK_K);
+  check_block_size(DType::Q4_1, sizeof(BlockQ4_1), kQK8_0);
+  check_block_size(DType::Q5_0, sizeof(BlockQ5_0), kQK8_0);
+  check_block_size(DType::Q5_1, sizeof(BlockQ5_1), kQK8_0);
+  check_block_size(DType::IQ4_NL, sizeof(BlockIQ4_NL), kQK8_0);
+  check_block_size(DType::Q2_K, sizeof(BlockQ2_K), kQK_K);
+  check_block_size(DType::Q3_K, sizeof(BlockQ3_K), kQK_K);
+  check_block_size(DType::Q5_K, sizeof(BlockQ5_K), kQK_K);
+  check_block_size(DType::IQ4_XS, sizeof(BlockIQ4_XS), kQK_K);
   check_block_size(DType::Q4_0_X16, sizeof(BlockQ4_0x16), kQKX16);
   check_block_size(DType::Q8_0_X16A, sizeof(BlockQ8_0x16A), kQKX16);
   check_block_size(DType::Q8_0_X16, sizeof(BlockQ8_0x16), kQKX16);
@@ -77,6 +87,22 @@ Table build_reference() {
           gemm_by_vec_dot<ref::q4_k_vec_dot>});
   add(t, {DType::Q6_K, ref::q6_k_to_float, ref::q6_k_from_float, DType::Q8_K, ref::q6_k_vec_dot,
           gemm_by_vec_dot<ref::q6_k_vec_dot>});
+  add(t, {DType::Q4_1, ref::q4_1_to_float, ref::q4_1_from_float, DType::Q8_0, ref::q4_1_vec_dot,
+          gemm_by_vec_dot<ref::q4_1_vec_dot>});
+  add(t, {DType::Q5_0, ref::q5_0_to_float, ref::q5_0_from_float, DType::Q8_0, ref::q5_0_vec_dot,
+          gemm_by_vec_dot<ref::q5_0_vec_dot>});
+  add(t, {DType::Q5_1, ref::q5_1_to_float, ref::q5_1_from_float, DType::Q8_0, ref::q5_1_vec_dot,
+          gemm_by_vec_dot<ref::q5_1_vec_dot>});
+  add(t, {DType::IQ4_NL, ref::iq4_nl_to_float, ref::iq4_nl_from_float, DType::Q8_0,
+          ref::iq4_nl_vec_dot, gemm_by_vec_dot<ref::iq4_nl_vec_dot>});
+  add(t, {DType::Q2_K, ref::q2_k_to_float, ref::q2_k_from_float, DType::Q8_K, ref::q2_k_vec_dot,
+          gemm_by_vec_dot<ref::q2_k_vec_dot>});
+  add(t, {DType::Q3_K, ref::q3_k_to_float, ref::q3_k_from_float, DType::Q8_K, ref::q3_k_vec_dot,
+          gemm_by_vec_dot<ref::q3_k_vec_dot>});
+  add(t, {DType::Q5_K, ref::q5_k_to_float, ref::q5_k_from_float, DType::Q8_K, ref::q5_k_vec_dot,
+          gemm_by_vec_dot<ref::q5_k_vec_dot>});
+  add(t, {DType::IQ4_XS, ref::iq4_xs_to_float, ref::iq4_xs_from_float, DType::Q8_K,
+          ref::iq4_xs_vec_dot, gemm_by_vec_dot<ref::iq4_xs_vec_dot>});
   add(t, {DType::Q8_K, ref::q8_k_to_float, ref::q8_k_from_float, DType::Q8_K, nullptr, nullptr});
   add(t, {DType::Q4_0_X16, ref::q4_0_x16_to_float, ref::q4_0_x16_from_float, DType::Q8_0_X16A,
           ref::q4_0_x16_vec_dot, gemm_by_vec_dot<ref::q4_0_x16_vec_dot>});
@@ -115,6 +141,18 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q4_0)].vec_dot = avx2::q4_0_vec_dot;
   t[index_of(DType::Q4_0)].gemm = avx2::q4_0_gemm;
   t[index_of(DType::Q8_K)].from_float = avx2::q8_k_from_float;
+  auto set_kernels = [&t](DType type, VecDotFn vec_dot, GemmFn gemm) {
+    t[index_of(type)].vec_dot = vec_dot;
+    t[index_of(type)].gemm = gemm;
+  };
+  set_kernels(DType::Q4_1, avx2::q4_1_vec_dot, avx2::q4_1_gemm);
+  set_kernels(DType::Q5_0, avx2::q5_0_vec_dot, avx2::q5_0_gemm);
+  set_kernels(DType::Q5_1, avx2::q5_1_vec_dot, avx2::q5_1_gemm);
+  set_kernels(DType::IQ4_NL, avx2::iq4_nl_vec_dot, avx2::iq4_nl_gemm);
+  set_kernels(DType::Q2_K, avx2::q2_k_vec_dot, avx2::q2_k_gemm);
+  set_kernels(DType::Q3_K, avx2::q3_k_vec_dot, avx2::q3_k_gemm);
+  set_kernels(DType::Q5_K, avx2::q5_k_vec_dot, avx2::q5_k_gemm);
+  set_kernels(DType::IQ4_XS, avx2::iq4_xs_vec_dot, avx2::iq4_xs_gemm);
   t[index_of(DType::Q8_K_X16A)].from_float =
       x16_from_float<BlockQ8_K, BlockQ8_Kx16A, avx2::q8_k_from_float, arrange_q8_k_x16a, kQK_K>;
   t[index_of(DType::Q8_0_X16A)].from_float =
@@ -151,6 +189,14 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q6_K)].gemm = avx512::q6_k_gemm;
   t[index_of(DType::Q6_K_X16)].vec_dot = avx512::q6_k_x16_vec_dot;
   t[index_of(DType::Q6_K_X16)].gemm = avx512::q6_k_x16_gemm;
+  set_kernels(DType::Q4_1, avx512::q4_1_vec_dot, avx512::q4_1_gemm);
+  set_kernels(DType::Q5_0, avx512::q5_0_vec_dot, avx512::q5_0_gemm);
+  set_kernels(DType::Q5_1, avx512::q5_1_vec_dot, avx512::q5_1_gemm);
+  set_kernels(DType::IQ4_NL, avx512::iq4_nl_vec_dot, avx512::iq4_nl_gemm);
+  set_kernels(DType::Q2_K, avx512::q2_k_vec_dot, avx512::q2_k_gemm);
+  set_kernels(DType::Q3_K, avx512::q3_k_vec_dot, avx512::q3_k_gemm);
+  set_kernels(DType::Q5_K, avx512::q5_k_vec_dot, avx512::q5_k_gemm);
+  set_kernels(DType::IQ4_XS, avx512::iq4_xs_vec_dot, avx512::iq4_xs_gemm);
   return t;
 }
 

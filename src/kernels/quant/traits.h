@@ -4,7 +4,8 @@
 // been converted to `vec_dot_type`:
 //   F32, F16, BF16 -> F32 (activations stay float; weights are widened in registers)
 //   Q8_0, Q4_0     -> Q8_0
-//   Q4_K, Q6_K     -> Q8_K
+//   Q4_1, Q5_0, Q5_1, IQ4_NL -> Q8_0 (Q4_1/Q5_1 sum the activation block themselves)
+//   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS -> Q8_K
 // Q8_K is an activation-only type: it has to_float/from_float but no vec_dot.
 //
 // type_traits() returns the fastest kernels this CPU runs (see cpu_kernel_isa(): AVX-512

@@ -1,0 +1,32 @@
+// Scale searches shared by the reference quantizers (kquant_quantize.cpp defines the
+// affine and symmetric fits, kquant_ext_quantize.cpp the IQ4 ones). Scalar code only.
+#pragma once
+
+#include <cstdint>
+
+namespace strata::kernels::ref {
+
+struct AffineFit {
+  float scale;  // value = scale * q - min, with q in [0, nmax]
+  float min;    // >= 0
+};
+
+// Weighted least-squares fit of value = scale * q - min (min >= 0, q in [0, nmax]) to
+// x[0..n) with weights w, over a small grid of candidate quantization grids.
+AffineFit fit_affine(const float* x, const float* w, int n, int nmax);
+
+// Fit of value = scale * q with q in [-nmax, nmax - 1], weighting each element by x^2.
+// The scale may be negative; 0 for an all-zero group.
+float fit_symmetric(const float* x, int n, int nmax);
+
+// Packs 8 6-bit scales and mins into Q4_K's (and Q5_K's) 12 bytes.
+void pack_q4_k_scales(const int* ls, const int* lm, uint8_t* scales);
+
+// The scale d of value = d * kIQ4NLValues[q] that best fits x[0..n) (weights x^2 plus a
+// floor at the group's mean square); 0 for an all-zero group. May be negative.
+float fit_iq4_scale(const float* x, int n);
+
+// For each element the index of the level nearest to x[i] / d (0 when d is 0).
+void quantize_iq4_levels(const float* x, int n, float d, uint8_t* q);
+
+}  // namespace strata::kernels::ref
