@@ -126,28 +126,7 @@ void quantize_q3_k_block(const float* x, BlockQ3_K& block) {
 }
 
 void quantize_q5_k_block(const float* x, BlockQ5_K& block) {
-  double sum_x2 = 0;
-  for (int i = 0; i < kQK_K; ++i) sum_x2 += static_cast<double>(x[i]) * x[i];
-  const auto rms = static_cast<float>(std::sqrt(sum_x2 / kQK_K));
-  AffineFit fits[8];
-  float max_scale = 0, max_min = 0;
-  for (int j = 0; j < 8; ++j) {
-    float w[32];
-    for (int l = 0; l < 32; ++l) w[l] = rms + std::fabs(x[32 * j + l]);
-    fits[j] = fit_affine(x + 32 * j, w, 32, 31);
-    max_scale = std::max(max_scale, fits[j].scale);
-    max_min = std::max(max_min, fits[j].min);
-  }
-  const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
-  const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
-  int ls[8], lm[8];
-  for (int j = 0; j < 8; ++j) {
-    ls[j] = std::clamp(nearest_int(inv_scale * fits[j].scale), 0, 63);
-    lm[j] = std::clamp(nearest_int(inv_min * fits[j].min), 0, 63);
-  }
-  block.d = fp32_to_fp16(max_scale / 63.0f);
-  block.dmin = fp32_to_fp16(max_min / 63.0f);
-  pack_q4_k_scales(ls, lm, block.scales);
+  fit_q4_k_super_block(x, 31, block.d, block.dmin, block.scales);
   const float d = fp16_to_fp32(block.d), dmin = fp16_to_fp32(block.dmin);
   std::memset(block.qh, 0, sizeof block.qh);
   for (int j = 0; j < 8; ++j) {

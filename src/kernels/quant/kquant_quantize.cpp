@@ -122,10 +122,7 @@ void pack_q4_k_scales(const int* ls, const int* lm, uint8_t* scales) {
   }
 }
 
-namespace {
-
-void quantize_q4_k_block(const float* x, BlockQ4_K& block) {
-  // Weights favour large magnitudes but keep a floor at the block's RMS.
+void fit_q4_k_super_block(const float* x, int nmax, uint16_t& d, uint16_t& dmin, uint8_t* scales) {
   double sum_x2 = 0;
   for (int i = 0; i < kQK_K; ++i) sum_x2 += static_cast<double>(x[i]) * x[i];
   const float rms = static_cast<float>(std::sqrt(sum_x2 / kQK_K));
@@ -134,7 +131,7 @@ void quantize_q4_k_block(const float* x, BlockQ4_K& block) {
   for (int j = 0; j < 8; ++j) {
     float w[32];
     for (int l = 0; l < 32; ++l) w[l] = rms + std::fabs(x[32 * j + l]);
-    fits[j] = fit_affine(x + 32 * j, w, 32, 15);
+    fits[j] = fit_affine(x + 32 * j, w, 32, nmax);
     max_scale = std::max(max_scale, fits[j].scale);
     max_min = std::max(max_min, fits[j].min);
   }
@@ -145,9 +142,15 @@ void quantize_q4_k_block(const float* x, BlockQ4_K& block) {
     ls[j] = std::clamp(nearest_int(inv_scale * fits[j].scale), 0, 63);
     lm[j] = std::clamp(nearest_int(inv_min * fits[j].min), 0, 63);
   }
-  block.d = fp32_to_fp16(max_scale / 63.0f);
-  block.dmin = fp32_to_fp16(max_min / 63.0f);
-  pack_q4_k_scales(ls, lm, block.scales);
+  d = fp32_to_fp16(max_scale / 63.0f);
+  dmin = fp32_to_fp16(max_min / 63.0f);
+  pack_q4_k_scales(ls, lm, scales);
+}
+
+namespace {
+
+void quantize_q4_k_block(const float* x, BlockQ4_K& block) {
+  fit_q4_k_super_block(x, 15, block.d, block.dmin, block.scales);
 
   // Quantize against the parameters exactly as they decode.
   const float d = fp16_to_fp32(block.d);

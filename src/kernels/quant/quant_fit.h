@@ -22,6 +22,11 @@ float fit_symmetric(const float* x, int n, int nmax);
 // Packs 8 6-bit scales and mins into Q4_K's (and Q5_K's) 12 bytes.
 void pack_q4_k_scales(const int* ls, const int* lm, uint8_t* scales);
 
+// The super-block parameters of Q4_K (nmax 15) and Q5_K (nmax 31): an affine fit of each
+// of the 8 sub-blocks of 32 (weights favour large magnitudes with a floor at the block's
+// RMS), the sub-block scales and mins as 6-bit multiples of the fp16 d and dmin.
+void fit_q4_k_super_block(const float* x, int nmax, uint16_t& d, uint16_t& dmin, uint8_t* scales);
+
 // The scale d of value = d * kIQ4NLValues[q] that best fits x[0..n) (weights x^2 plus a
 // floor at the group's mean square); 0 for an all-zero group. May be negative.
 float fit_iq4_scale(const float* x, int n);
