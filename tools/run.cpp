@@ -14,12 +14,14 @@
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/common.h"
+#include "tools/spec_flags.h"
 
 namespace strata::tools {
 namespace {
 
 struct RunFlags {
   EngineFlags engine;
+  SpecFlags spec;
   std::string prompt;
   int64_t n_predict = 128;
   SamplingParams sampling;
@@ -37,6 +39,8 @@ void run(const RunFlags& f) {
   ThreadPool pool(f.engine.thread_count());
   EngineConfig config = f.engine.single_request_config(*model);
   config.eog_tokens = eog_tokens(tok);
+  std::unique_ptr<Model> draft;
+  f.spec.apply(config, f.engine.load_options(), draft);
   EngineCore engine(*model, pool, config);
 
   const auto prompt = tok.encode(f.prompt, tok.add_bos(), false);
@@ -79,6 +83,20 @@ void run(const RunFlags& f) {
   std::fprintf(stderr, "\nprompt: %zu tokens, %.2f tok/s | generated: %zu tokens, %.2f tok/s\n",
                prompt.size(), static_cast<double>(prompt.size()) / std::max(prompt_s, 1e-9),
                out.tokens.size(), n_gen > 1 ? (n_gen - 1) / std::max(gen_s, 1e-9) : 0.0);
+  if (config.spec.method != SpecMethod::kNone) {
+    const EngineMetrics m = engine.metrics();
+    std::fprintf(stderr,
+                 "speculation (%s): %lld draft tokens, %lld accepted (%.1f%%), %lld of %lld decode "
+                 "steps drafted\n",
+                 std::string(spec_method_name(config.spec.method)).c_str(),
+                 static_cast<long long>(m.spec_drafted_tokens),
+                 static_cast<long long>(m.spec_accepted_tokens),
+                 m.spec_drafted_tokens > 0 ? 100.0 * static_cast<double>(m.spec_accepted_tokens) /
+                                                 static_cast<double>(m.spec_drafted_tokens)
+                                           : 0.0,
+                 static_cast<long long>(m.spec_decode_steps),
+                 static_cast<long long>(m.spec_decode_steps + m.plain_decode_steps));
+  }
   trace.write();
 }
 
@@ -89,6 +107,7 @@ void register_run(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "generate text from a prompt");
   flags->engine.add(*cmd);
   flags->engine.add_trace(*cmd);
+  flags->spec.add(*cmd);
   cmd->add_option("-p,--prompt", flags->prompt, "prompt text")->required();
   cmd->add_option("-n,--n-predict", flags->n_predict, "tokens to generate")->capture_default_str();
   cmd->add_option("--temp", flags->sampling.temperature, "temperature (0 = greedy)")

@@ -51,6 +51,10 @@ struct RequestOptions {
   // The raw logits of the last `prompt_logits` prompt positions (0: none), delivered with
   // the request's first output. Prefix-cache hits stop before those positions.
   int32_t prompt_logits = 0;
+  // Lets the engine speculate for this request when it runs with a proposer (`--spec`);
+  // false keeps it to one token per step. Either way the output follows the same
+  // distribution (greedy: the same tokens).
+  bool speculative = true;
 };
 
 struct TokenLogprob {
@@ -94,6 +98,10 @@ struct EngineMetrics {
   KvUsage kv_stream;              // the streaming heads' pool (sparse attention)
   uint64_t kv_bytes_in_use = 0;   // K/V bytes in blocks held by sequences, both pools
   int64_t kv_context_tokens = 0;  // tokens in the KV of live sequences
+  // Speculative decoding: draft tokens verified and accepted, and decode entries that
+  // speculated (each verified >= 1 draft token) or ran plain.
+  int64_t spec_drafted_tokens = 0, spec_accepted_tokens = 0;
+  int64_t spec_decode_steps = 0, plain_decode_steps = 0;
 };
 
 }  // namespace strata

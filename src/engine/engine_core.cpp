@@ -10,6 +10,9 @@
 #include "engine/engine_trace.h"
 #include "engine/request_validation.h"
 #include "kernels/quant/traits.h"
+#include "spec/draft_model_proposer.h"
+#include "spec/early_exit_proposer.h"
+#include "spec/ngram_proposer.h"
 
 namespace strata {
 namespace {
@@ -127,6 +130,33 @@ EngineCore::EngineCore(Model& model, ThreadPool& pool, const EngineConfig& confi
       kv_(plan_.manager),
       scheduler_(config_.scheduler, kv_) {
   if (config_.tracer) model_.set_tracer(config_.tracer);
+  const SpecConfig& spec = config_.spec;
+  switch (spec.method) {
+    case SpecMethod::kNone:
+      break;
+    case SpecMethod::kNgram:
+      proposer_ = std::make_unique<NgramProposer>(spec.ngram_min, spec.ngram_max);
+      break;
+    case SpecMethod::kEarlyExit: {
+      const int32_t layers =
+          spec.draft_layers > 0
+              ? spec.draft_layers
+              : std::max<int32_t>(1, static_cast<int32_t>(model.config().n_layers / 4));
+      proposer_ = std::make_unique<EarlyExitProposer>(model, pool, runner_.cache(), layers);
+      break;
+    }
+    case SpecMethod::kDraftModel: {
+      if (!config_.draft_model) throw Error("spec: --spec draft needs --draft-model");
+      DraftModelConfig dc;
+      dc.kv_tokens = kv_capacity_tokens_;
+      dc.block_size = config_.block_size;
+      dc.kv_type = config_.kv_type;
+      proposer_ = std::make_unique<DraftModelProposer>(*config_.draft_model, model, pool, dc);
+      break;
+    }
+  }
+  if (proposer_)
+    controller_ = std::make_unique<SpecController>(spec, config_.scheduler.max_batch_tokens);
 }
 
 void EngineCore::validate(std::span<const int32_t> prompt, const RequestOptions& o) const {
@@ -167,7 +197,8 @@ std::span<const RequestOutput> EngineCore::step() {
   TraceSpan step_span(config_.tracer, "step", kTraceScheduler);
   TraceSpan span(config_.tracer, "schedule", kTraceScheduler);
   const int64_t hits_before = kv_.prefix_hits(), evictions_before = kv_.evictions();
-  const SchedulerOutput plan = scheduler_.schedule();
+  if (proposer_) plan_speculation();
+  SchedulerOutput plan = scheduler_.schedule();
   if (config_.tracer) {
     trace_schedule(*config_.tracer, plan, step_span, span, kv_.prefix_hits() - hits_before,
                    kv_.evictions() - evictions_before);
@@ -177,14 +208,67 @@ std::span<const RequestOutput> EngineCore::step() {
   span.end();
   const RunnerOutput* result = nullptr;
   try {
+    if (proposer_) propose(plan);
     result = &runner_.execute(plan);
   } catch (const std::exception& e) {
     fail_batch(plan, e.what());
     return outputs_.view();
   }
+  if (proposer_) after_step(plan, *result);
   TraceSpan update_span(config_.tracer, "update", kTraceScheduler);
   scheduler_.update_from_output(plan, *result, outputs_);
+  if (proposer_) {
+    for (const RequestOutput& o : outputs_.view()) {
+      if (o.finish != FinishReason::kNone) proposer_->release(o.id);
+    }
+  }
   return outputs_.view();
+}
+
+void EngineCore::plan_speculation() {
+  spec_requests_.clear();
+  for (Request* r : scheduler_.running()) {
+    if (r->decoding()) spec_requests_.push_back(r);
+  }
+  controller_->plan(spec_requests_);
+}
+
+void EngineCore::propose(SchedulerOutput& plan) {
+  spec_requests_.clear();
+  draft_passes_ = 0;
+  for (const auto& s : plan.scheduled) {
+    if (s.request->spec_k > 0) {
+      spec_requests_.push_back(s.request);
+      draft_passes_ = std::max(draft_passes_, s.request->spec_k);
+    }
+  }
+  draft_s_ = 0;
+  if (spec_requests_.empty()) return;
+  TraceSpan span(config_.tracer, "draft", kTraceScheduler);
+  const double t0 = steady_now_s();
+  proposer_->propose(spec_requests_);
+  draft_s_ = steady_now_s() - t0;
+  for (auto& s : plan.scheduled) {
+    Request& r = *s.request;
+    if (r.spec_k == 0) continue;
+    if (static_cast<int32_t>(r.draft.size()) > r.spec_k)
+      throw Error("spec: the proposer drafted more tokens than there is room for");
+    const auto n = static_cast<int32_t>(r.n_pending() + static_cast<int64_t>(r.draft.size()));
+    plan.n_decode_tokens += n - s.n_tokens;
+    s.n_tokens = n;
+  }
+}
+
+void EngineCore::after_step(const SchedulerOutput& plan, const RunnerOutput& result) {
+  controller_->observe_draft(static_cast<int64_t>(spec_requests_.size()), draft_passes_, draft_s_);
+  controller_->observe_step(plan.n_tokens(), plan.n_prefill_tokens == 0,
+                            result.finished_s - result.started_s);
+  for (size_t i = 0; i < plan.scheduled.size(); ++i) {
+    if (result.n_drafted[i] > 0) {
+      SpecController::observe_acceptance(*plan.scheduled[i].request, result.n_drafted[i],
+                                         static_cast<int64_t>(result.produced(i).size()) - 1);
+    }
+  }
 }
 
 // A failed forward pass has changed nothing the scheduler relies on: requests advance
@@ -220,6 +304,10 @@ EngineMetrics EngineCore::metrics() const {
       static_cast<uint64_t>(m.kv.used) * bs * runner_.cache().full_bytes_per_token() +
       static_cast<uint64_t>(m.kv_stream.used) * bs * runner_.cache().stream_bytes_per_token();
   m.kv_context_tokens = scheduler_.kv_context_tokens();
+  m.spec_drafted_tokens = scheduler_.stats().spec_drafted;
+  m.spec_accepted_tokens = scheduler_.stats().spec_accepted;
+  m.spec_decode_steps = scheduler_.stats().spec_steps;
+  m.plain_decode_steps = scheduler_.stats().plain_steps;
   return m;
 }
 

@@ -22,6 +22,9 @@
 #include "model/model.h"
 #include "runner/model_runner.h"
 #include "sched/scheduler.h"
+#include "spec/proposer.h"
+#include "spec/spec_config.h"
+#include "spec/spec_controller.h"
 #include "strata/types.h"
 #include "trace/tracer.h"
 
@@ -39,6 +42,10 @@ struct EngineConfig {
   std::vector<int32_t> eog_tokens;  // the model's end-of-generation ids
   // Sparse attention: which KV heads are streaming (sink + window); dense by default.
   HeadModes head_modes;
+  // Speculative decoding (off by default). The draft model (SpecMethod::kDraftModel) is
+  // not owned and must outlive the engine.
+  SpecConfig spec;
+  Model* draft_model = nullptr;
   // Not owned. When set, the engine records step spans and scheduling instants into it
   // and installs it on the model (Model::set_tracer) for the forward-pass spans.
   Tracer* tracer = nullptr;
@@ -83,6 +90,12 @@ class EngineCore {
 
  private:
   void fail_batch(const SchedulerOutput& plan, const std::string& what);
+  // Chooses each decoding request's draft length (before scheduling).
+  void plan_speculation();
+  // Fills the drafts of the scheduled requests that have room for one and sizes their
+  // entries to them (after scheduling).
+  void propose(SchedulerOutput& plan);
+  void after_step(const SchedulerOutput& plan, const RunnerOutput& result);
 
   Model& model_;
   EngineConfig config_;
@@ -96,6 +109,11 @@ class EngineCore {
   int64_t step_failures_ = 0;
   std::vector<RequestId> pending_aborts_;
   StepOutputs outputs_;
+  std::unique_ptr<Proposer> proposer_;  // null: no speculation
+  std::unique_ptr<SpecController> controller_;
+  std::vector<Request*> spec_requests_;  // scratch
+  double draft_s_ = 0;                   // this step's drafting time
+  int32_t draft_passes_ = 0;
 };
 
 }  // namespace strata

@@ -24,6 +24,9 @@ struct ForwardBatch {
   std::span<const int32_t> seq_index;   // [n_tokens] index into `seqs`
   std::span<const SequenceView> seqs;   // [n_seqs]
   std::span<const int32_t> logit_rows;  // token indices whose logits are wanted, ascending
+  // Layers to run, then the final norm and classifier; 0 = all. Early-exit drafting runs
+  // the first few (their K/V are those the full model writes for the same tokens).
+  int32_t n_layers = 0;
 
   int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
 };

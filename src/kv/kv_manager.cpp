@@ -91,6 +91,11 @@ void KvManager::release_out_of_window(SequenceKv& seq, int64_t n_computed) {
     managers_[g]->release_unneeded(seq.tables[g], n_computed);
 }
 
+void KvManager::truncate(SequenceKv& seq, int64_t n_tokens) {
+  for (size_t g = 0; g < std::min(seq.tables.size(), managers_.size()); ++g)
+    managers_[g]->truncate(seq.tables[g], n_tokens);
+}
+
 void KvManager::free(SequenceKv& seq) {
   for (size_t g = 0; g < std::min(seq.tables.size(), managers_.size()); ++g)
     managers_[g]->free(seq.tables[g]);

@@ -78,6 +78,11 @@ class KvManager {
   // Releases what no query at a position >= n_computed reads. commit() calls it.
   void release_out_of_window(SequenceKv& seq, int64_t n_computed);
 
+  // Shrinks `seq` to the blocks its first `n_tokens` positions need, in every manager:
+  // the rollback of a speculative step's rejected tokens. Only committed tokens are ever
+  // registered, so no cached block is touched.
+  void truncate(SequenceKv& seq, int64_t n_tokens);
+
   // Releases all of `seq`'s blocks and clears it.
   void free(SequenceKv& seq);
 

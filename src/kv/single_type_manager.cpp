@@ -38,4 +38,12 @@ void SingleTypeManager::free(BlockTable& table) {
   table.n_released = 0;
 }
 
+void SingleTypeManager::truncate(BlockTable& table, int64_t n_tokens) {
+  const auto keep =
+      static_cast<size_t>((std::max<int64_t>(0, n_tokens) + block_size_ - 1) / block_size_);
+  if (table.n_registered > keep) throw Error("kv manager: truncating registered blocks");
+  for (size_t i = table.ids.size(); i-- > keep;) release_at(table, i);
+  if (table.ids.size() > keep) table.ids.resize(keep);
+}
+
 }  // namespace strata

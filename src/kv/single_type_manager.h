@@ -50,6 +50,9 @@ class SingleTypeManager {
   void allocate(BlockTable& table, int64_t n_tokens);
   // Releases every block (tail first, so the tail is evicted first) and clears the table.
   void free(BlockTable& table);
+  // Releases the blocks past those `n_tokens` positions need (tail first) and drops
+  // them from the table: a speculative step's rejected draft positions.
+  void truncate(BlockTable& table, int64_t n_tokens);
 
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }

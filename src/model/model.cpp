@@ -181,7 +181,8 @@ std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, Thr
   }
 
   span.end();
-  for (int64_t l = 0; l < c.n_layers; ++l) {
+  const int64_t n_layers = b.n_layers > 0 ? std::min<int64_t>(b.n_layers, c.n_layers) : c.n_layers;
+  for (int64_t l = 0; l < n_layers; ++l) {
     TraceSpan layer_span(tracer_, "layer", kTraceForward);
     layer_span.arg("layer", l);
     attention_block(l, b, cache, pool);

@@ -37,6 +37,9 @@ class ModelRunner {
  private:
   void build_batch(const SchedulerOutput& plan);
   void sample(const SchedulerOutput& plan, std::span<const float> logits);
+  void load_row(const Request& r, std::span<const float> src, int32_t n_generated);
+  void sample_plain(Request& r, std::span<const float> src);
+  void verify_draft(Request& r, std::span<const float> rows);
   // The distribution's logprob of `token` and its top k, from raw logits.
   void fill_logprobs(std::span<const float> logits, int32_t k, TokenLogprob& out);
 
@@ -51,6 +54,7 @@ class ModelRunner {
   std::vector<int32_t> sample_row_;  // [n_scheduled] logits row to sample from, or -1
   std::vector<float> row_;           // [n_vocab] working copy of one logits row
   std::vector<int32_t> order_;       // [n_vocab] token ids, for top-k logprobs
+  std::vector<int32_t> history_;     // a verified sequence's tokens plus accepted drafts
 };
 
 }  // namespace strata

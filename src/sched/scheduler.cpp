@@ -97,6 +97,15 @@ void Scheduler::preempt(Request* victim, SchedulerOutput& out) {
   out.preempted.push_back(victim->id);
 }
 
+int64_t Scheduler::spec_room(const Request& r, int64_t budget_left) const {
+  // Draft tokens past the last one the request may generate, or past the context, are
+  // never kept.
+  int64_t room = std::min<int64_t>(budget_left, r.options.stop.max_tokens - r.n_generated - 1);
+  if (config_.max_model_len > 0)
+    room = std::min(room, config_.max_model_len - static_cast<int64_t>(r.tokens.size()));
+  return std::max<int64_t>(0, room);
+}
+
 int64_t Scheduler::chunk_limit() const {
   return config_.prefill_chunk > 0 ? config_.prefill_chunk : std::numeric_limits<int64_t>::max();
 }
@@ -124,6 +133,10 @@ SchedulerOutput Scheduler::schedule() {
         continue;
       }
     }
+    // Speculation: room for the draft, within the budget and the limits, if its KV fits;
+    // otherwise the request decodes plain.
+    r->spec_k = r->decoding() ? std::clamp<int64_t>(r->spec_k, 0, spec_room(*r, budget - n)) : 0;
+    if (r->spec_k > 0 && !kv_.allocate(r->kv, r->n_computed + n + r->spec_k)) r->spec_k = 0;
     bool self_preempted = false;
     while (!kv_.allocate(r->kv, r->n_computed + n)) {
       Request* victim = pick_victim();
@@ -137,10 +150,15 @@ SchedulerOutput Scheduler::schedule() {
                                    [&](const ScheduledRequest& s) { return s.request == victim; });
       if (it != out.scheduled.end()) {
         budget += it->n_tokens;
+        it->request->spec_k = 0;
         out.scheduled.erase(it);
       }
     }
-    if (self_preempted) continue;
+    if (self_preempted) {
+      r->spec_k = 0;
+      continue;
+    }
+    n += r->spec_k;
     out.scheduled.push_back({r, static_cast<int32_t>(n)});
     budget -= n;
   }
@@ -174,6 +192,7 @@ SchedulerOutput Scheduler::schedule() {
       break;
     }
     waiting_.pop_front();
+    r->spec_k = 0;
     r->status = RequestStatus::kRunning;
     running_.push_back(r);
     out.scheduled.push_back({r, static_cast<int32_t>(n)});
@@ -194,12 +213,15 @@ bool Scheduler::is_stop_token(const Request& r, int32_t token) const {
 
 void Scheduler::update_from_output(const SchedulerOutput& plan, const RunnerOutput& result,
                                    StepOutputs& outputs) {
-  if (result.sampled.size() != plan.scheduled.size())
+  if (result.n_entries() != plan.scheduled.size() ||
+      result.token_begin.size() != plan.scheduled.size() + 1)
     throw Error("scheduler: runner output does not match the plan");
   const auto n_vocab = static_cast<size_t>(result.n_vocab);
   for (size_t i = 0; i < plan.scheduled.size(); ++i) {
     Request& r = *plan.scheduled[i].request;
     const int64_t n_tokens = plan.scheduled[i].n_tokens;
+    const auto produced = result.produced(i);
+    const int64_t n_drafted = result.n_drafted[i];
     if (r.first_scheduled_s < 0) r.first_scheduled_s = result.started_s;
     if (r.prefilling())
       stats_.prompt_tokens += std::min<int64_t>(n_tokens, r.n_prompt - r.n_computed);
@@ -210,10 +232,41 @@ void Scheduler::update_from_output(const SchedulerOutput& plan, const RunnerOutp
           r.prompt_logits.end(), first,
           first + static_cast<ptrdiff_t>(result.prompt_rows[i].n_rows * n_vocab));
     }
-    r.n_computed += n_tokens;
+    // A speculative step keeps the KV of the accepted draft tokens (all produced tokens
+    // but the last, which is new) and rolls back the rejected ones' slots.
+    int64_t n_accepted = 0;
+    if (n_drafted > 0) {
+      if (produced.empty() || static_cast<int64_t>(produced.size()) > n_drafted + 1 ||
+          n_tokens != n_drafted + 1 || static_cast<int64_t>(r.draft.size()) != n_drafted)
+        throw Error("scheduler: speculative output does not match the draft");
+      n_accepted = static_cast<int64_t>(produced.size()) - 1;
+      r.spec.drafted += n_drafted;
+      r.spec.accepted += n_accepted;
+      stats_.spec_drafted += n_drafted;
+      stats_.spec_accepted += n_accepted;
+      ++stats_.spec_steps;
+      r.n_computed += 1 + n_accepted;
+      kv_.truncate(r.kv, r.n_computed);
+    } else {
+      if (!r.draft.empty()) throw Error("scheduler: a draft was not verified");
+      r.n_computed += n_tokens;
+      if (produced.size() > 1) throw Error("scheduler: several tokens without a draft");
+      if (!produced.empty() && !r.prefilling()) ++stats_.plain_steps;
+    }
+    r.draft.clear();
+    r.draft_probs.clear();
+    r.spec_k = 0;
+    if (produced.empty()) {
+      kv_.commit(r.kv,
+                 std::span<const int32_t>(r.tokens.data(), static_cast<size_t>(r.n_computed)));
+      continue;
+    }
+    // Accepted draft tokens become known tokens first, so the commit below registers
+    // the blocks they complete.
+    const size_t base = r.tokens.size();
+    for (size_t j = 0; j + 1 < produced.size(); ++j) r.tokens.push_back(produced[j]);
     kv_.commit(r.kv, std::span<const int32_t>(r.tokens.data(), static_cast<size_t>(r.n_computed)));
-    const int32_t tok = result.sampled[i];
-    if (tok < 0) continue;
+    r.tokens.resize(base);
 
     if (r.first_token_s < 0) r.first_token_s = result.finished_s;
     RequestOutput& o = outputs.add(r.id);
@@ -225,26 +278,31 @@ void Scheduler::update_from_output(const SchedulerOutput& plan, const RunnerOutp
       finish(r, FinishReason::kLength, o, result.finished_s);
       continue;
     }
-    if (r.options.logprobs >= 0) o.logprobs.push_back(result.logprobs[i]);
-    const bool may_stop = !stop.ignore_eos && r.n_generated >= stop.min_tokens;
-    if (may_stop && is_stop_token(r, tok)) {
-      o.logprobs.clear();
+    const auto first_lp = static_cast<size_t>(result.token_begin[i]);
+    for (size_t j = 0; j < produced.size(); ++j) {
+      const int32_t tok = produced[j];
+      const bool may_stop = !stop.ignore_eos && r.n_generated >= stop.min_tokens;
+      if (may_stop && is_stop_token(r, tok)) {
+        o.n_generated = r.n_generated;
+        finish(r, FinishReason::kStop, o, result.finished_s);
+        break;
+      }
+      if (r.options.logprobs >= 0) o.logprobs.push_back(result.logprobs[first_lp + j]);
+      r.tokens.push_back(tok);
+      ++r.n_generated;
+      ++stats_.generation_tokens;
+      o.new_tokens.push_back(tok);
       o.n_generated = r.n_generated;
-      finish(r, FinishReason::kStop, o, result.finished_s);
-      continue;
+      // The newest token is never written to the KV cache unless the request goes on, so
+      // a request may hold one token more than the context: it stops when the next step
+      // would not fit.
+      const bool at_limit = config_.max_model_len > 0 &&
+                            static_cast<int64_t>(r.tokens.size()) > config_.max_model_len;
+      if (r.n_generated >= stop.max_tokens || at_limit) {
+        finish(r, FinishReason::kLength, o, result.finished_s);
+        break;
+      }
     }
-    r.tokens.push_back(tok);
-    ++r.n_generated;
-    ++stats_.generation_tokens;
-    o.new_tokens.push_back(tok);
-    o.n_generated = r.n_generated;
-    // The newest token is never written to the KV cache unless the request goes on, so a
-    // request may hold one token more than the context: it stops when the next step would
-    // not fit.
-    const bool at_limit =
-        config_.max_model_len > 0 && static_cast<int64_t>(r.tokens.size()) > config_.max_model_len;
-    if (r.n_generated >= stop.max_tokens || at_limit)
-      finish(r, FinishReason::kLength, o, result.finished_s);
   }
 }
 

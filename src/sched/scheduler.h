@@ -50,6 +50,8 @@ struct SchedulerStats {
   int64_t prompt_tokens = 0;      // prompt tokens computed (prefix-cache hits excluded)
   int64_t generation_tokens = 0;  // tokens generated
   int64_t preemptions = 0;
+  int64_t spec_drafted = 0, spec_accepted = 0;  // draft tokens verified, and kept
+  int64_t spec_steps = 0, plain_steps = 0;      // decode entries with a draft, and without
 };
 
 class Scheduler {
@@ -76,6 +78,7 @@ class Scheduler {
   bool remove(RequestId id);
 
   size_t n_running() const { return running_.size(); }
+  std::span<Request* const> running() const { return running_; }
   size_t n_waiting() const { return waiting_.size(); }
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   int64_t n_preemptions() const { return stats_.preemptions; }
@@ -92,6 +95,8 @@ class Scheduler {
   Request* pick_victim() const;
   void preempt(Request* victim, SchedulerOutput& out);
   int64_t chunk_limit() const;
+  // Draft tokens a decoding request may verify this step with `budget_left` tokens left.
+  int64_t spec_room(const Request& r, int64_t budget_left) const;
   bool is_stop_token(const Request& r, int32_t token) const;
   void finish(Request& r, FinishReason reason, RequestOutput& o, double now_s);
 

@@ -50,7 +50,7 @@ std::vector<std::vector<float>> decode(Model& model, int threads, const DecodeSe
     r.n_computed = static_cast<int64_t>(r.tokens.size());
     r.first_token_s = 0;  // started: no more prompt rows
     kv.commit(r.kv, r.tokens);
-    r.tokens.push_back(o.sampled[0]);
+    r.tokens.push_back(o.produced(0)[0]);
   }
   return out;
 }

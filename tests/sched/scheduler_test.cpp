@@ -32,13 +32,14 @@ class SchedulerTest : public ::testing::Test {
   static std::map<RequestId, int32_t> apply(Scheduler& s, const SchedulerOutput& out) {
     std::map<RequestId, int32_t> ran;
     RunnerOutput result;
+    result.reset(out.scheduled.size());
     for (const auto& e : out.scheduled) {
       ran[e.request->id] = e.n_tokens;
       const bool last =
           e.request->n_computed + e.n_tokens == static_cast<int64_t>(e.request->tokens.size());
-      result.sampled.push_back(last ? 9 : -1);
+      if (last) result.push(9);
+      result.end_entry();
     }
-    result.logprobs.resize(result.sampled.size());
     StepOutputs outputs;
     s.update_from_output(out, result, outputs);
     return ran;

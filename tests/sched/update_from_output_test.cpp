@@ -39,15 +39,13 @@ class UpdateFromOutput : public ::testing::Test {
     const SchedulerOutput plan = sched_->schedule();
     RunnerOutput r;
     r.n_vocab = kVocab;
+    r.reset(plan.scheduled.size());
     logits_.clear();
     for (const auto& e : plan.scheduled) {
       const Request& q = *e.request;
       const bool last = q.n_computed + e.n_tokens == static_cast<int64_t>(q.tokens.size());
-      r.sampled.push_back(last ? token : -1);
-      TokenLogprob lp;
-      lp.token = token;
-      lp.logprob = -0.5f;
-      r.logprobs.push_back(lp);
+      if (last) r.push(token).logprob = -0.5f;
+      r.end_entry();
       PromptLogitRows rows;
       if (with_prompt_rows && !q.started()) {
         rows.first_row = static_cast<int32_t>(logits_.size() / kVocab);
