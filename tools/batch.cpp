@@ -10,6 +10,7 @@
 #include "tools/commands.h"
 #include "tools/common.h"
 #include "tools/engine_flags.h"
+#include "tools/spec_flags.h"
 
 namespace strata::tools {
 namespace {
@@ -17,6 +18,7 @@ namespace {
 struct BatchFlags {
   EngineFlags engine;
   ServingFlags serving;
+  SpecFlags spec;
   std::string input, output;
 };
 
@@ -65,9 +67,11 @@ void run_batch(const BatchFlags& f) {
   auto model = Model::load(f.engine.model_path, f.engine.load_options());
   const Tokenizer tok = Tokenizer::from_gguf(model->file());
   ThreadPool pool(f.engine.thread_count());
-  EngineCore engine(
-      *model, pool,
-      f.serving.config(f.engine.kv_dtype(), eog_tokens(tok), f.engine.head_modes(*model)));
+  EngineConfig config =
+      f.serving.config(f.engine.kv_dtype(), eog_tokens(tok), f.engine.head_modes(*model));
+  std::unique_ptr<Model> draft;
+  f.spec.apply(config, f.engine.load_options(), draft);
+  EngineCore engine(*model, pool, config);
 
   std::ifstream in(f.input);
   if (!in) throw Error(f.input + ": cannot open");
@@ -117,6 +121,7 @@ void register_batch(CLI::App& app) {
   auto* cmd = app.add_subcommand("batch", "run a JSONL file of requests through the engine");
   f->engine.add(*cmd, false);
   f->serving.add(*cmd);
+  f->spec.add(*cmd);
   cmd->add_option("--input", f->input, "requests, one JSON object per line")->required();
   cmd->add_option("--output", f->output, "results, one JSON object per line")->required();
   cmd->callback([f] { run_batch(*f); });

@@ -40,7 +40,8 @@ void register_make_model(CLI::App& app) {
     const auto type = dtype_from_name(f->type);
     if (!type) throw Error("--type: unknown type '" + f->type + "'");
     f->opt.type = *type;
-    if (f->opt.vocab_path.empty() && f->opt.preset != kInductionPreset) {
+    if (f->opt.vocab_path.empty() && f->opt.preset != kInductionPreset &&
+        f->opt.preset != kInduction1bPreset) {
       const char* env = std::getenv("STRATA_SHARED");
       f->opt.vocab_path = std::string(env ? env : "../shared") + "/vocab/ggml-vocab-llama-spm.gguf";
     }

@@ -21,6 +21,7 @@
 #include "tools/commands.h"
 #include "tools/common.h"
 #include "tools/engine_flags.h"
+#include "tools/spec_flags.h"
 
 namespace strata::tools {
 namespace {
@@ -28,6 +29,7 @@ namespace {
 struct ServeFlags {
   EngineFlags engine;
   ServingFlags serving;
+  SpecFlags spec;
   server::HttpServerConfig http;
   server::ApiConfig api;
   server::TemplateLimits template_limits;
@@ -72,6 +74,8 @@ void serve(const ServeFlags& f) {
   o.head_map = f.engine.sparse;
   o.engine.tracer = trace.get();
   o.engine.context_length = f.engine.ctx;
+  o.engine.spec = f.spec.config();
+  o.draft_model_path = f.spec.draft_model;
   o.http = f.http;
   o.api = f.api;
   o.shutdown_timeout_s = f.shutdown_timeout_s;
@@ -148,6 +152,7 @@ void register_serve(CLI::App& app) {
   f->engine.add(*cmd, false);
   f->engine.add_trace(*cmd);
   f->serving.add(*cmd);
+  f->spec.add(*cmd);
   cmd->add_option("--host", f->http.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", f->http.port, "port to listen on (0 = any free port)")
       ->capture_default_str();

@@ -365,7 +365,8 @@ void add_matrix(gguf::GgufWriter& w, const std::string& name, const Matrix& m, D
     return;
   }
   const auto& traits = kernels::type_traits(type);
-  const size_t row_bytes = static_cast<size_t>(m.cols) * dtype_info(type).type_size;
+  const auto& info = dtype_info(type);
+  const size_t row_bytes = static_cast<size_t>(m.cols / info.block_size) * info.type_size;
   std::vector<uint8_t> bytes(row_bytes * static_cast<size_t>(m.rows));
   for (int64_t r = 0; r < m.rows; ++r) {
     traits.from_float(m.w.data() + r * m.cols, bytes.data() + static_cast<size_t>(r) * row_bytes,
@@ -427,8 +428,14 @@ gguf::GgufWriter build_induction_model(const InductionModelOptions& opt) {
   w.set_u32("general.file_type", opt.type == DType::F32 ? 0 : 1);
   w.set_u32("llama.context_length", static_cast<uint32_t>(ctx));
   w.set_u32("llama.embedding_length", static_cast<uint32_t>(kDim));
-  w.set_u32("llama.block_count", static_cast<uint32_t>(kLayers));
-  w.set_u32("llama.feed_forward_length", static_cast<uint32_t>(kFfnDim));
+  if (opt.pad_layers < 0 || opt.pad_layers > 1024 || opt.ffn_dim < 0 || opt.ffn_dim > (1 << 24) ||
+      opt.ffn_dim % 256 != 0)
+    throw Error("induction model: pad_layers must be in 0..1024, ffn_dim a multiple of 256");
+  const int64_t n_layers = kLayers + opt.pad_layers;
+  const int64_t ffn_dim = opt.ffn_dim > 0 ? opt.ffn_dim : kFfnDim;
+  const DType ffn_type = opt.ffn_dim > 0 ? opt.pad_type : opt.type;
+  w.set_u32("llama.block_count", static_cast<uint32_t>(n_layers));
+  w.set_u32("llama.feed_forward_length", static_cast<uint32_t>(ffn_dim));
   w.set_u32("llama.attention.head_count", static_cast<uint32_t>(kHeads));
   w.set_u32("llama.attention.head_count_kv", static_cast<uint32_t>(kKvHeads));
   // Heads of 32 with a 160-wide residual: the head size is not dim / n_heads (40).
@@ -505,9 +512,23 @@ gguf::GgufWriter build_induction_model(const InductionModelOptions& opt) {
     add_matrix(w, b + "attn_v.weight", wv, opt.type);
     add_matrix(w, b + "attn_output.weight", wo, opt.type);
     add_f32(w, b + "ffn_norm.weight", ones);
-    add_matrix(w, b + "ffn_gate.weight", Matrix(kFfnDim, kDim), opt.type);
-    add_matrix(w, b + "ffn_up.weight", Matrix(kFfnDim, kDim), opt.type);
-    add_matrix(w, b + "ffn_down.weight", Matrix(kDim, kFfnDim), opt.type);
+    // The FFN is zero in the circuit: only attention moves information.
+    add_matrix(w, b + "ffn_gate.weight", Matrix(ffn_dim, kDim), ffn_type);
+    add_matrix(w, b + "ffn_up.weight", Matrix(ffn_dim, kDim), ffn_type);
+    add_matrix(w, b + "ffn_down.weight", Matrix(kDim, ffn_dim), ffn_type);
+  }
+  // Padding layers: zero output projections, so the residual passes through unchanged.
+  for (int64_t l = kLayers; l < n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    add_f32(w, b + "attn_norm.weight", ones);
+    add_matrix(w, b + "attn_q.weight", Matrix(kHeads * kHeadDim, kDim), opt.pad_type);
+    add_matrix(w, b + "attn_k.weight", Matrix(kKvHeads * kHeadDim, kDim), opt.pad_type);
+    add_matrix(w, b + "attn_v.weight", Matrix(kKvHeads * kHeadDim, kDim), opt.pad_type);
+    add_matrix(w, b + "attn_output.weight", Matrix(kDim, kHeads * kHeadDim), opt.pad_type);
+    add_f32(w, b + "ffn_norm.weight", ones);
+    add_matrix(w, b + "ffn_gate.weight", Matrix(ffn_dim, kDim), ffn_type);
+    add_matrix(w, b + "ffn_up.weight", Matrix(ffn_dim, kDim), ffn_type);
+    add_matrix(w, b + "ffn_down.weight", Matrix(kDim, ffn_dim), ffn_type);
   }
   add_f32(w, "output_norm.weight", ones);
 

@@ -30,6 +30,13 @@ struct InductionModelOptions {
   DType type = DType::F32;     // F32 or F16 matrices (norms and rope_freqs stay F32)
   uint64_t seed = 0;           // the random sign codes of the non-needle tokens
   int64_t context_length = 0;  // 0 = kInductionMaxContext; at most kInductionMaxContext
+  // Cost padding (the `induction-1b` preset): `pad_layers` more layers after the two of the
+  // circuit, and every layer's FFN `ffn_dim` wide, all with zero output projections, so
+  // they leave the residual stream exactly as it was (the model still copies) while a
+  // token reads as many weight bytes as a 1B model. Their matrices are `pad_type`.
+  int64_t pad_layers = 0;
+  int64_t ffn_dim = 0;  // 0: the circuit's own (tiny) FFN
+  DType pad_type = DType::Q4_0;
 };
 
 // Longest context the positional heads are proven sharp for (8 RoPE pairs with

@@ -48,16 +48,24 @@ std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const auto& p : presets()) names.push_back(p.name);
   names.push_back(kInductionPreset);
+  names.push_back(kInduction1bPreset);
   return names;
 }
 
 void make_model(const MakeModelOptions& opt) {
-  if (opt.preset == kInductionPreset) {
+  if (opt.preset == kInductionPreset || opt.preset == kInduction1bPreset) {
     InductionModelOptions io;
     io.output_path = opt.output_path;
     io.type = opt.type;
     io.seed = opt.seed;
     io.context_length = opt.context_length;
+    if (opt.preset == kInduction1bPreset) {
+      // 3 x 160 x 147456 Q4_0 weights per layer x 16 layers: about llama-1b's 637 MB.
+      io.pad_layers = 14;
+      io.ffn_dim = 147456;
+      if (!opt.head_map_path.empty())
+        throw Error("--head-map: only the (unpadded) induction preset has a head map");
+    }
     make_induction_model(io);
     if (!opt.head_map_path.empty()) {
       std::ofstream out(opt.head_map_path);

@@ -23,6 +23,8 @@ struct ModelPreset {
 const ModelPreset& find_preset(const std::string& name);
 std::vector<std::string> preset_names();
 inline constexpr const char* kInductionPreset = "induction";
+// The induction circuit padded to a 1B model's bytes per token (16 layers, Q4_0 padding).
+inline constexpr const char* kInduction1bPreset = "induction-1b";
 
 struct MakeModelOptions {
   std::string preset = "tiny";

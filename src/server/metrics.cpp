@@ -139,6 +139,14 @@ std::string ServerMetrics::render(const EngineMetrics& m) const {
          "Prompt tokens found in the prefix cache.", m.prefix_hits_tokens);
   sample(out, "strata:num_preemptions_total", "counter",
          "Sequences preempted for lack of KV cache.", m.preemptions);
+  sample(out, "strata:spec_draft_tokens_total", "counter", "Speculative draft tokens verified.",
+         m.spec_drafted_tokens);
+  sample(out, "strata:spec_accepted_tokens_total", "counter", "Speculative draft tokens accepted.",
+         m.spec_accepted_tokens);
+  sample(out, "strata:spec_decode_steps_total", "counter",
+         "Decode steps of a sequence that verified a draft.", m.spec_decode_steps);
+  sample(out, "strata:plain_decode_steps_total", "counter",
+         "Decode steps of a sequence without a draft.", m.plain_decode_steps);
 
   std::lock_guard<std::mutex> lock(mutex_);
   header(out, "strata:request_success_total", "counter", "Finished sequences by finish reason.");

@@ -197,6 +197,7 @@ GenerationRequest parse_generation_request(const json& body, ApiKind kind,
   r.options.priority =
       static_cast<int32_t>(f.integer("priority", kInt32Min, kInt32Max).value_or(0));
   r.options.cache_salt = f.string("cache_salt").value_or("");
+  r.options.speculative = f.boolean("speculative").value_or(true);
   (void)f.string("user");  // accepted for compatibility; only its type is checked
   return r;
 }

@@ -19,6 +19,7 @@ namespace strata::server {
 
 struct Server::Model {
   std::unique_ptr<strata::Model> model;
+  std::unique_ptr<strata::Model> draft;  // speculative decoding's draft model, if any
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<EngineCore> engine;
   std::unique_ptr<PromptBuilder> prompts;
@@ -56,6 +57,10 @@ void Server::load() {
   if (options_.head_map.enabled()) {
     config.head_modes = resolve_head_modes(options_.head_map, m->model->config().n_layers,
                                            m->model->config().n_kv_heads);
+  }
+  if (!options_.draft_model_path.empty()) {
+    m->draft = strata::Model::load(options_.draft_model_path, options_.load);
+    config.draft_model = m->draft.get();
   }
   m->pool = std::make_unique<ThreadPool>(options_.compute_threads);
   m->engine = std::make_unique<EngineCore>(*m->model, *m->pool, config);

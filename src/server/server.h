@@ -22,8 +22,9 @@ struct ServeOptions {
   std::string model_path;
   strata::Model::LoadOptions load;
   int compute_threads = 1;
-  EngineConfig engine;      // eog_tokens are filled in from the model's tokenizer
-  HeadMapOptions head_map;  // sparse attention, resolved into engine.head_modes at load
+  EngineConfig engine;           // eog_tokens are filled in from the model's tokenizer
+  std::string draft_model_path;  // engine.spec kDraftModel: loaded with `load`
+  HeadMapOptions head_map;       // sparse attention, resolved into engine.head_modes at load
   HttpServerConfig http;
   TemplateLimits template_limits;
   ApiConfig api;  // an empty served_model_name becomes the model file's stem

@@ -46,10 +46,10 @@ DraftModelProposer::DraftModelProposer(Model& draft, const Model& target, Thread
     : model_(draft),
       pool_(pool),
       config_(config),
-      cache_(draft.kv_config((std::max<int64_t>(config.kv_tokens, config.block_size) +
-                              config.block_size - 1) /
-                                 config.block_size,
-                             config.block_size, config.kv_type)),
+      cache_(draft.kv_config(
+          (std::max<int64_t>(config.kv_tokens, config.block_size) + config.block_size - 1) /
+              config.block_size,
+          config.block_size, config.kv_type)),
       kv_(draft_manager_config(cache_.config(), config.block_size)),
       passes_(draft, pool, 0) {
   check_same_vocabulary(draft, target);
@@ -80,8 +80,8 @@ bool DraftModelProposer::sync(Request& r, Held& held) {
   }
   kv_.commit(held.kv, held.fed);
   if (!kv_.allocate(held.kv, static_cast<int64_t>(known) + r.spec_k)) return false;
-  if (valid < known) pending_.push_back({&held, static_cast<int64_t>(valid),
-                                          static_cast<int64_t>(known)});
+  if (valid < known)
+    pending_.push_back({&held, static_cast<int64_t>(valid), static_cast<int64_t>(known)});
   held.fed.insert(held.fed.end(), r.tokens.begin() + static_cast<ptrdiff_t>(valid),
                   r.tokens.begin() + static_cast<ptrdiff_t>(known));
   return true;

@@ -17,7 +17,7 @@
 namespace strata {
 
 struct DraftModelConfig {
-  int64_t kv_tokens = 0;   // the draft's KV pool in tokens
+  int64_t kv_tokens = 0;  // the draft's KV pool in tokens
   int32_t block_size = 16;
   DType kv_type = DType::F16;
   int64_t catch_up_chunk = 512;  // tokens per catch-up pass at most

@@ -22,12 +22,14 @@ CostCurve::CostCurve(int64_t max_size, double prior_slope)
 
 void CostCurve::observe(int64_t size, double seconds) {
   if (size <= 0 || !(seconds >= 0.0)) return;
-  auto& e = ema_[static_cast<size_t>(std::min<int64_t>(size, static_cast<int64_t>(ema_.size()) - 1))];
+  auto& e =
+      ema_[static_cast<size_t>(std::min<int64_t>(size, static_cast<int64_t>(ema_.size()) - 1))];
   e = e < 0.0 ? seconds : (1.0 - kEma) * e + kEma * seconds;
 }
 
 bool CostCurve::measured(int64_t size) const {
-  return size > 0 && size < static_cast<int64_t>(ema_.size()) && ema_[static_cast<size_t>(size)] >= 0.0;
+  return size > 0 && size < static_cast<int64_t>(ema_.size()) &&
+         ema_[static_cast<size_t>(size)] >= 0.0;
 }
 
 double CostCurve::at(int64_t size) const {
@@ -52,7 +54,8 @@ double CostCurve::at(int64_t size) const {
   int64_t lo2 = lo - 1;
   while (lo2 >= 1 && !measured(lo2)) --lo2;
   if (lo2 >= 1)
-    slope = std::max(slope, (at_lo - ema_[static_cast<size_t>(lo2)]) / static_cast<double>(lo - lo2));
+    slope =
+        std::max(slope, (at_lo - ema_[static_cast<size_t>(lo2)]) / static_cast<double>(lo - lo2));
   return at_lo + slope * static_cast<double>(size - lo);
 }
 

@@ -127,8 +127,9 @@ TEST(SpecEquivalence, DraftModelGreedyAidreams) {
                            testing::aidreams_gguf());
 }
 TEST(SpecEquivalence, RandomDraftModelGreedyAidreams) {
-  check_greedy_equivalence(testing::aidreams_gguf(), spec_of(SpecMethod::kDraftModel, 3),
-                           random_model("spec-draft-aidreams-vocab.gguf", testing::aidreams_gguf()));
+  check_greedy_equivalence(
+      testing::aidreams_gguf(), spec_of(SpecMethod::kDraftModel, 3),
+      random_model("spec-draft-aidreams-vocab.gguf", testing::aidreams_gguf()));
 }
 
 TEST(SpecEquivalence, DraftModelWithAnotherVocabularyIsRefused) {
@@ -179,8 +180,8 @@ void check_distribution(const SpecConfig& spec, const SamplingParams& base) {
       b.push_back(on.tokens[static_cast<size_t>(i)][static_cast<size_t>(pos)]);
     }
     const auto chi = testing::two_sample_chi_square(a, b, 1e-4);
-    EXPECT_TRUE(chi.same()) << "position " << pos << ": " << chi.statistic << " > "
-                            << chi.critical << " (df " << chi.df << ")";
+    EXPECT_TRUE(chi.same()) << "position " << pos << ": " << chi.statistic << " > " << chi.critical
+                            << " (df " << chi.df << ")";
   }
 }
 

@@ -1,6 +1,5 @@
 #include "spec/ngram_proposer.h"
 
-
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -8,7 +7,8 @@
 namespace strata {
 namespace {
 
-std::vector<int32_t> lookup(const std::vector<int32_t>& t, int32_t n_min, int32_t n_max, int32_t k) {
+std::vector<int32_t> lookup(const std::vector<int32_t>& t, int32_t n_min, int32_t n_max,
+                            int32_t k) {
   std::vector<int32_t> out;
   ngram_lookup(t, n_min, n_max, k, out);
   return out;

@@ -88,7 +88,7 @@ TEST(SpecController, StopsWhenAcceptanceIsLowAndProbesLater) {
   Batch b(1);
   for (int t = 1; t <= 5; ++t) ctl.observe_step(t, true, 0.010 * (1 + 0.025 * (t - 1)));
   ctl.observe_draft(1, 1, 0.004);  // each draft pass costs 40% of a step
-  b.accept(4, 0, 10);               // nothing accepted
+  b.accept(4, 0, 10);              // nothing accepted
   ctl.plan(b.ptrs);
   EXPECT_EQ(b.reqs[0].spec_k, 0);
   ctl.plan(b.ptrs);
