@@ -85,17 +85,18 @@ void run(const RunFlags& f) {
                out.tokens.size(), n_gen > 1 ? (n_gen - 1) / std::max(gen_s, 1e-9) : 0.0);
   if (config.spec.method != SpecMethod::kNone) {
     const EngineMetrics m = engine.metrics();
+    const auto steps = static_cast<double>(m.spec_decode_steps + m.plain_decode_steps);
     std::fprintf(stderr,
                  "speculation (%s): %lld draft tokens, %lld accepted (%.1f%%), %lld of %lld decode "
-                 "steps drafted\n",
+                 "steps drafted, %.2f ms per decode step\n",
                  std::string(spec_method_name(config.spec.method)).c_str(),
                  static_cast<long long>(m.spec_drafted_tokens),
                  static_cast<long long>(m.spec_accepted_tokens),
                  m.spec_drafted_tokens > 0 ? 100.0 * static_cast<double>(m.spec_accepted_tokens) /
                                                  static_cast<double>(m.spec_drafted_tokens)
                                            : 0.0,
-                 static_cast<long long>(m.spec_decode_steps),
-                 static_cast<long long>(m.spec_decode_steps + m.plain_decode_steps));
+                 static_cast<long long>(m.spec_decode_steps), static_cast<long long>(steps),
+                 steps > 0 ? 1e3 * gen_s / steps : 0.0);
   }
   trace.write();
 }

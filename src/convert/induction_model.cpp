@@ -412,6 +412,9 @@ gguf::GgufWriter build_induction_model(const InductionModelOptions& opt) {
                 std::to_string(kInductionMaxContext) +
                 " (the positional heads resolve distances up to 4^8)");
   }
+  const int64_t dim = opt.dim > 0 ? opt.dim : kDim;
+  if (dim < kDim || dim > (1 << 16) || dim % 32 != 0)
+    throw Error("induction model: dim must be a multiple of 32 in 160..65536");
   const double weight = induction_positional_min_weight(ctx);
   if (!(weight > 1.0 - 1e-6)) {
     throw Error("induction model: positional heads are not sharp (min weight " +
@@ -427,7 +430,7 @@ gguf::GgufWriter build_induction_model(const InductionModelOptions& opt) {
   w.set_string("general.name", "strata-induction");
   w.set_u32("general.file_type", opt.type == DType::F32 ? 0 : 1);
   w.set_u32("llama.context_length", static_cast<uint32_t>(ctx));
-  w.set_u32("llama.embedding_length", static_cast<uint32_t>(kDim));
+  w.set_u32("llama.embedding_length", static_cast<uint32_t>(dim));
   if (opt.pad_layers < 0 || opt.pad_layers > 1024 || opt.ffn_dim < 0 || opt.ffn_dim > (1 << 24) ||
       opt.ffn_dim % 256 != 0)
     throw Error("induction model: pad_layers must be in 0..1024, ffn_dim a multiple of 256");
@@ -443,7 +446,10 @@ gguf::GgufWriter build_induction_model(const InductionModelOptions& opt) {
   w.set_u32("llama.attention.value_length", static_cast<uint32_t>(kHeadDim));
   w.set_u32("llama.rope.dimension_count", static_cast<uint32_t>(kHeadDim));
   w.set_f32("llama.rope.freq_base", kRopeBase);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", kRmsEps);
+  // rms over `dim` values of which 160 are non-zero is sqrt(160/dim) times rms over the
+  // 160; this epsilon and the norm weights below undo exactly that.
+  const double narrow = static_cast<double>(kDim) / static_cast<double>(dim);
+  w.set_f32("llama.attention.layer_norm_rms_epsilon", static_cast<float>(kRmsEps * narrow));
   w.set_u32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
   write_spm_vocabulary(w, v.tokens, v.scores, v.types);
   // Ground truth: index layer * n_kv_heads + kv_head.
@@ -462,10 +468,19 @@ gguf::GgufWriter build_induction_model(const InductionModelOptions& opt) {
     }
     embd.at(t, kConst) = static_cast<float>(kC0);
   }
-  add_matrix(w, "token_embd.weight", embd, opt.type);
+  // Every matrix dimension that is the residual's becomes `dim` wide (zeros beyond 160).
+  const auto add = [&](const std::string& name, const Matrix& m, DType type) {
+    if (dim == kDim) return add_matrix(w, name, m, type);
+    Matrix wide(m.rows == kDim ? dim : m.rows, m.cols == kDim ? dim : m.cols);
+    for (int64_t r = 0; r < m.rows; ++r)
+      std::copy(m.w.begin() + r * m.cols, m.w.begin() + (r + 1) * m.cols,
+                wide.w.begin() + r * wide.cols);
+    add_matrix(w, name, wide, type);
+  };
+  add("token_embd.weight", embd, opt.type);
   add_f32(w, "rope_freqs.weight", rope_factors());
 
-  const std::vector<float> ones(static_cast<size_t>(kDim), 1.0f);
+  const std::vector<float> ones(static_cast<size_t>(dim), static_cast<float>(std::sqrt(narrow)));
   for (int64_t l = 0; l < kLayers; ++l) {
     Matrix wq(kHeads * kHeadDim, kDim), wk(kKvHeads * kHeadDim, kDim),
         wv(kKvHeads * kHeadDim, kDim);
@@ -507,28 +522,28 @@ gguf::GgufWriter build_induction_model(const InductionModelOptions& opt) {
     }
     const std::string b = "blk." + std::to_string(l) + ".";
     add_f32(w, b + "attn_norm.weight", ones);
-    add_matrix(w, b + "attn_q.weight", wq, opt.type);
-    add_matrix(w, b + "attn_k.weight", wk, opt.type);
-    add_matrix(w, b + "attn_v.weight", wv, opt.type);
-    add_matrix(w, b + "attn_output.weight", wo, opt.type);
+    add(b + "attn_q.weight", wq, opt.type);
+    add(b + "attn_k.weight", wk, opt.type);
+    add(b + "attn_v.weight", wv, opt.type);
+    add(b + "attn_output.weight", wo, opt.type);
     add_f32(w, b + "ffn_norm.weight", ones);
     // The FFN is zero in the circuit: only attention moves information.
-    add_matrix(w, b + "ffn_gate.weight", Matrix(ffn_dim, kDim), ffn_type);
-    add_matrix(w, b + "ffn_up.weight", Matrix(ffn_dim, kDim), ffn_type);
-    add_matrix(w, b + "ffn_down.weight", Matrix(kDim, ffn_dim), ffn_type);
+    add(b + "ffn_gate.weight", Matrix(ffn_dim, kDim), ffn_type);
+    add(b + "ffn_up.weight", Matrix(ffn_dim, kDim), ffn_type);
+    add(b + "ffn_down.weight", Matrix(kDim, ffn_dim), ffn_type);
   }
   // Padding layers: zero output projections, so the residual passes through unchanged.
   for (int64_t l = kLayers; l < n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     add_f32(w, b + "attn_norm.weight", ones);
-    add_matrix(w, b + "attn_q.weight", Matrix(kHeads * kHeadDim, kDim), opt.pad_type);
-    add_matrix(w, b + "attn_k.weight", Matrix(kKvHeads * kHeadDim, kDim), opt.pad_type);
-    add_matrix(w, b + "attn_v.weight", Matrix(kKvHeads * kHeadDim, kDim), opt.pad_type);
-    add_matrix(w, b + "attn_output.weight", Matrix(kDim, kHeads * kHeadDim), opt.pad_type);
+    add(b + "attn_q.weight", Matrix(kHeads * kHeadDim, kDim), opt.pad_type);
+    add(b + "attn_k.weight", Matrix(kKvHeads * kHeadDim, kDim), opt.pad_type);
+    add(b + "attn_v.weight", Matrix(kKvHeads * kHeadDim, kDim), opt.pad_type);
+    add(b + "attn_output.weight", Matrix(kDim, kHeads * kHeadDim), opt.pad_type);
     add_f32(w, b + "ffn_norm.weight", ones);
-    add_matrix(w, b + "ffn_gate.weight", Matrix(ffn_dim, kDim), ffn_type);
-    add_matrix(w, b + "ffn_up.weight", Matrix(ffn_dim, kDim), ffn_type);
-    add_matrix(w, b + "ffn_down.weight", Matrix(kDim, ffn_dim), ffn_type);
+    add(b + "ffn_gate.weight", Matrix(ffn_dim, kDim), ffn_type);
+    add(b + "ffn_up.weight", Matrix(ffn_dim, kDim), ffn_type);
+    add(b + "ffn_down.weight", Matrix(kDim, ffn_dim), ffn_type);
   }
   add_f32(w, "output_norm.weight", ones);
 
@@ -542,7 +557,7 @@ gguf::GgufWriter build_induction_model(const InductionModelOptions& opt) {
     }
   }
   for (int32_t t : v.needle) out.at(t, kConst) = static_cast<float>(beta);
-  add_matrix(w, "output.weight", out, opt.type);
+  add("output.weight", out, opt.type);
   return w;
 }
 

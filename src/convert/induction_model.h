@@ -36,6 +36,10 @@ struct InductionModelOptions {
   // token reads as many weight bytes as a 1B model. Their matrices are `pad_type`.
   int64_t pad_layers = 0;
   int64_t ffn_dim = 0;  // 0: the circuit's own (tiny) FFN
+  // Residual width (0: the circuit's 160). The circuit stays on its first 160 dims, the
+  // rest are zero; the RMSNorm weights and epsilon are rescaled so every normalised
+  // value is the 160-wide model's.
+  int64_t dim = 0;
   DType pad_type = DType::Q4_0;
 };
 

@@ -265,8 +265,8 @@ void EngineCore::after_step(const SchedulerOutput& plan, const RunnerOutput& res
                             result.finished_s - result.started_s);
   for (size_t i = 0; i < plan.scheduled.size(); ++i) {
     if (result.n_drafted[i] > 0) {
-      SpecController::observe_acceptance(*plan.scheduled[i].request, result.n_drafted[i],
-                                         static_cast<int64_t>(result.produced(i).size()) - 1);
+      controller_->observe_acceptance(*plan.scheduled[i].request, result.n_drafted[i],
+                                      static_cast<int64_t>(result.produced(i).size()) - 1);
     }
   }
 }

@@ -8,11 +8,12 @@
 namespace strata {
 namespace {
 
-constexpr double kEma = 0.2;            // weight of a new cost measurement
-constexpr double kAcceptDecay = 0.85;   // per verified draft, of the acceptance history
-constexpr double kPriorAccepted = 0.5;  // the acceptance prior: half a token of one trial
-constexpr double kPriorTrials = 1.0;
-constexpr double kMinGain = 1.02;  // speculate only for an expected gain of 2% or more
+constexpr double kEma = 0.2;           // weight of a new cost measurement
+constexpr double kAcceptDecay = 0.85;  // per verified draft, of the acceptance history
+constexpr double kAllDecay = 0.98;     // per verified draft, of the engine-wide history
+constexpr double kPriorTrials = 2.0;   // weight of the engine-wide rate in a request's
+constexpr double kFirstPrior = 0.5;    // the engine-wide rate before any draft
+constexpr double kMinGain = 1.05;      // speculate only for an expected gain of 5% or more
 
 }  // namespace
 
@@ -35,15 +36,26 @@ bool CostCurve::measured(int64_t size) const {
 double CostCurve::at(int64_t size) const {
   const auto n = static_cast<int64_t>(ema_.size()) - 1;
   size = std::clamp<int64_t>(size, 1, n);
-  if (measured(size)) return ema_[static_cast<size_t>(size)];
+  if (measured(size)) {
+    double v = ema_[static_cast<size_t>(size)];
+    for (int64_t s = size - 1; s >= 1; --s) {
+      if (measured(s)) {
+        v = std::max(v, ema_[static_cast<size_t>(s)]);  // monotone, as below
+        break;
+      }
+    }
+    return v;
+  }
   int64_t lo = size - 1, hi = size + 1;
   while (lo >= 1 && !measured(lo)) --lo;
   while (hi <= n && !measured(hi)) ++hi;
   const bool has_lo = lo >= 1, has_hi = hi <= n;
   if (!has_lo && !has_hi) return 0.0;
   if (has_lo && has_hi) {
+    // A larger step never costs less: noisy measurements must not make drafting look free.
     const double t = static_cast<double>(size - lo) / static_cast<double>(hi - lo);
-    return ema_[static_cast<size_t>(lo)] * (1.0 - t) + ema_[static_cast<size_t>(hi)] * t;
+    return std::max(ema_[static_cast<size_t>(lo)],
+                    ema_[static_cast<size_t>(lo)] * (1.0 - t) + ema_[static_cast<size_t>(hi)] * t);
   }
   if (!has_lo) return ema_[static_cast<size_t>(hi)];
   // Beyond the largest measured size: the slope of the last two measurements, or the
@@ -72,13 +84,16 @@ SpecController::SpecController(const SpecConfig& config, int64_t max_step_tokens
   if (config.probe_interval < 1) throw Error("spec: probe_interval must be at least 1");
 }
 
-double SpecController::acceptance(const Request& r) {
-  return (r.spec.ema_accepted + kPriorAccepted) / (r.spec.ema_trials + kPriorTrials);
+double SpecController::acceptance(const Request& r) const {
+  const double prior = all_trials_ > 0.0 ? all_accepted_ / all_trials_ : kFirstPrior;
+  return (r.spec.ema_accepted + kPriorTrials * prior) / (r.spec.ema_trials + kPriorTrials);
 }
 
 void SpecController::observe_acceptance(Request& r, int64_t drafted, int64_t accepted) {
   if (drafted <= 0) return;
   const bool rejected = accepted < drafted;
+  all_accepted_ = kAllDecay * all_accepted_ + static_cast<double>(accepted);
+  all_trials_ = kAllDecay * all_trials_ + static_cast<double>(accepted + (rejected ? 1 : 0));
   r.spec.ema_accepted = kAcceptDecay * r.spec.ema_accepted + static_cast<double>(accepted);
   r.spec.ema_trials =
       kAcceptDecay * r.spec.ema_trials + static_cast<double>(accepted + (rejected ? 1 : 0));

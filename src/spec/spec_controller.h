@@ -3,7 +3,7 @@
 // speculation). With it on, the choice maximises expected tokens per second of the step
 // from measurements, not guesses:
 //  - acceptance: each request's per-token acceptance rate, exponentially averaged over
-//    its verified drafts (a prior until it has some);
+//    its verified drafts, starting from the engine-wide rate (the workload's) as a prior;
 //  - verify cost: the step time measured at each step size (tokens per step), so the
 //    cost of k more tokens per sequence is read off the curve, and where the step turns
 //    compute-bound (large batches) the curve's slope makes every k > 0 lose;
@@ -52,9 +52,10 @@ class SpecController {
   // only decodes, and the draft phase's time for `drafting` sequences (0: none).
   void observe_step(int64_t step_tokens, bool decode_only, double verify_s);
   void observe_draft(int64_t drafting, int32_t passes, double draft_s);
-  // Updates a request's acceptance estimate from one verified draft.
-  static void observe_acceptance(Request& r, int64_t drafted, int64_t accepted);
-  static double acceptance(const Request& r);
+  // Updates a request's acceptance estimate, and the engine-wide one that is every new
+  // request's prior, from one verified draft.
+  void observe_acceptance(Request& r, int64_t drafted, int64_t accepted);
+  double acceptance(const Request& r) const;
 
   const SpecConfig& config() const { return config_; }
   int32_t last_k() const { return last_k_; }
@@ -62,6 +63,7 @@ class SpecController {
  private:
   SpecConfig config_;
   CostCurve verify_, draft_pass_;
+  double all_accepted_ = 0.0, all_trials_ = 0.0;  // every request's drafts, averaged
   int32_t last_k_ = 0;
 };
 

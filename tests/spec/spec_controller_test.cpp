@@ -40,9 +40,9 @@ struct Batch {
     }
     for (auto& r : reqs) ptrs.push_back(&r);
   }
-  void accept(int64_t drafted, int64_t accepted, int times) {
+  void accept(SpecController& ctl, int64_t drafted, int64_t accepted, int times) {
     for (auto& r : reqs)
-      for (int i = 0; i < times; ++i) SpecController::observe_acceptance(r, drafted, accepted);
+      for (int i = 0; i < times; ++i) ctl.observe_acceptance(r, drafted, accepted);
   }
 };
 
@@ -76,7 +76,7 @@ TEST(SpecController, SpeculatesWhenVerifyIsCheapAndAcceptanceHigh) {
   Batch b(1);
   // Bandwidth-bound: 5 tokens cost 10% more than 1.
   for (int t = 1; t <= 5; ++t) ctl.observe_step(t, true, 0.010 * (1 + 0.025 * (t - 1)));
-  b.accept(4, 4, 10);  // nearly everything accepted
+  b.accept(ctl, 4, 4, 10);  // nearly everything accepted
   ctl.plan(b.ptrs);
   EXPECT_EQ(b.reqs[0].spec_k, 4);
 }
@@ -88,7 +88,7 @@ TEST(SpecController, StopsWhenAcceptanceIsLowAndProbesLater) {
   Batch b(1);
   for (int t = 1; t <= 5; ++t) ctl.observe_step(t, true, 0.010 * (1 + 0.025 * (t - 1)));
   ctl.observe_draft(1, 1, 0.004);  // each draft pass costs 40% of a step
-  b.accept(4, 0, 10);              // nothing accepted
+  b.accept(ctl, 4, 0, 10);         // nothing accepted
   ctl.plan(b.ptrs);
   EXPECT_EQ(b.reqs[0].spec_k, 0);
   ctl.plan(b.ptrs);
@@ -102,9 +102,20 @@ TEST(SpecController, OffWhenTheStepIsComputeBound) {
   Batch b(16);
   // Compute-bound at 16 sequences: every token costs as much as the first.
   for (int t : {16, 32, 48, 64, 80}) ctl.observe_step(t, true, 0.001 * t);
-  b.accept(4, 3, 10);  // good acceptance (about 0.75) does not help
+  b.accept(ctl, 4, 3, 10);  // good acceptance (about 0.75) does not help
   ctl.plan(b.ptrs);
   for (const auto& r : b.reqs) EXPECT_EQ(r.spec_k, 0);
+}
+
+TEST(SpecController, ANewRequestStartsFromTheWorkloadsAcceptance) {
+  SpecController ctl(config(true), 256);
+  Batch old(1), fresh(1);
+  EXPECT_NEAR(ctl.acceptance(fresh.reqs[0]), 0.5, 1e-12);  // nothing seen yet
+  old.accept(ctl, 4, 4, 30);                               // the workload accepts everything
+  EXPECT_GT(ctl.acceptance(fresh.reqs[0]), 0.9);
+  for (int t = 1; t <= 9; ++t) ctl.observe_step(t, true, 0.010 * (1 + 0.05 * (t - 1)));
+  ctl.plan(fresh.ptrs);
+  EXPECT_EQ(fresh.reqs[0].spec_k, 4);  // drafts from its first step
 }
 
 }  // namespace
