@@ -47,6 +47,12 @@ TEST(RequestParse, DefaultsFollowOpenAi) {
   EXPECT_FALSE(c.max_tokens_given);
 }
 
+TEST(RequestParse, SpeculativeOptOut) {
+  EXPECT_TRUE(parse({{"prompt", "hi"}}).options.speculative);
+  EXPECT_FALSE(parse({{"prompt", "hi"}, {"speculative", false}}).options.speculative);
+  EXPECT_EQ(blamed({{"prompt", "hi"}, {"speculative", "no"}}), "speculative");
+}
+
 TEST(RequestParse, PromptForms) {
   EXPECT_EQ(parse({{"prompt", "a"}}).prompts.size(), 1u);
   EXPECT_EQ(std::get<std::vector<int32_t>>(parse({{"prompt", {1, 2, 3}}}).prompts[0]).size(), 3u);

@@ -38,6 +38,25 @@ TEST(KvManager, AllocatesLowestIdsAndFailsWithoutPartialAllocation) {
   EXPECT_EQ(kv.usage().free, 4);
 }
 
+TEST(KvManager, TruncateFreesTheTailOfARejectedDraft) {
+  auto kv = make(8);
+  const auto tokens = iota_tokens(6);
+  SequenceKv a;
+  ASSERT_TRUE(kv.allocate(a, 5));
+  kv.commit(a, std::span<const int32_t>(tokens.data(), 4));  // block 0 registered
+  ASSERT_TRUE(kv.allocate(a, 5 + 8));                        // room for an 8-token draft
+  EXPECT_EQ(a.block_table(), (std::vector<int32_t>{0, 1, 2, 3}));
+  kv.truncate(a, 6);  // 1 of the draft accepted: positions 0..5 stay
+  EXPECT_EQ(a.block_table(), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(kv.usage().used, 2);
+  EXPECT_EQ(kv.usage().free, 6);  // the rejected blocks were never registered
+  kv.truncate(a, 6);              // idempotent
+  EXPECT_EQ(a.block_table().size(), 2u);
+  EXPECT_THROW(kv.truncate(a, 0), Error);  // below a registered block
+  kv.free(a);
+  EXPECT_EQ(kv.usage().free + kv.usage().cached, 8);
+}
+
 TEST(KvManager, PrefixHitReusesFullBlocksButNeverTheLastToken) {
   auto kv = make(8);
   const auto tokens = iota_tokens(10);  // blocks [0..3] [4..7] and a partial [8..9]
