@@ -196,14 +196,28 @@ class Parser {
       const char e = peek();
       ++pos_;
       switch (e) {
-        case 'n': return '\n';
-        case 'r': return '\r';
-        case 't': return '\t';
-        case '\\': case '"': case '[': case ']': case '-': case '/': case '^': return e;
-        case 'x': return parse_hex(2);
-        case 'u': return parse_hex(4);
-        case 'U': return parse_hex(8);
-        default: fail(std::string("unknown escape '\\") + e + "'");
+        case 'n':
+          return '\n';
+        case 'r':
+          return '\r';
+        case 't':
+          return '\t';
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+        case '-':
+        case '/':
+        case '^':
+          return e;
+        case 'x':
+          return parse_hex(2);
+        case 'u':
+          return parse_hex(4);
+        case 'U':
+          return parse_hex(8);
+        default:
+          fail(std::string("unknown escape '\\") + e + "'");
       }
     }
     const size_t len = utf8_valid_length(src_, pos_);

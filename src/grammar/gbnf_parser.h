@@ -20,11 +20,11 @@
 namespace strata::grammar {
 
 struct GbnfLimits {
-  size_t max_bytes = 256 * 1024;    // source text
-  size_t max_rules = 20000;         // including the rules repetitions expand into
-  size_t max_elements = 400000;     // flat elements after expansion
-  int32_t max_group_depth = 64;     // nested ( ... )
-  int32_t max_repetition = 1000;    // m and n in {m,n}
+  size_t max_bytes = 256 * 1024;  // source text
+  size_t max_rules = 20000;       // including the rules repetitions expand into
+  size_t max_elements = 400000;   // flat elements after expansion
+  int32_t max_group_depth = 64;   // nested ( ... )
+  int32_t max_repetition = 1000;  // m and n in {m,n}
 };
 
 Grammar parse_gbnf(std::string_view text, const GbnfLimits& limits = {});

@@ -14,7 +14,8 @@ using nlohmann::json;
 // The pieces of compact JSON every schema grammar may use. Numbers and integers are of
 // bounded length so that a sampled one always ends, and within a double's range (at most
 // 16 digits and an exponent of two: strict parsers reject 1e400).
-constexpr const char* kPrimitives = R"(char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+constexpr const char* kPrimitives =
+    R"(char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
 string ::= "\"" char* "\""
 integer ::= "-"? ("0" | [1-9] [0-9]{0,15})
 number ::= integer ("." [0-9]{1,15})? ([eE] [-+]? [0-9]{1,2})?
@@ -26,10 +27,12 @@ array ::= "[" (value ("," value)*)? "]"
 )";
 
 const std::set<std::string> kKeywords = {
-    "type",      "properties", "required", "additionalProperties", "enum",     "const",
-    "items",     "minItems",   "maxItems", "minLength",            "maxLength", "anyOf",
-    "oneOf",     "$ref",       "$defs",    "definitions",          "title",     "description",
-    "default",   "examples",   "$schema",  "$id",                  "$comment",  "strict"};
+    "type",     "properties",  "required",  "additionalProperties",
+    "enum",     "const",       "items",     "minItems",
+    "maxItems", "minLength",   "maxLength", "anyOf",
+    "oneOf",    "$ref",        "$defs",     "definitions",
+    "title",    "description", "default",   "examples",
+    "$schema",  "$id",         "$comment",  "strict"};
 
 // A GBNF string literal matching exactly `text`.
 std::string literal(const std::string& text) {
@@ -196,7 +199,8 @@ class SchemaCompiler {
     const int64_t max = bound(s, "maxLength", path, -1);
     if (min == 0 && max < 0) return "string";
     if (max >= 0 && max < min) fail(path + ".maxLength", "must not be below minLength");
-    const std::string rep = "{" + std::to_string(min) + "," + (max >= 0 ? std::to_string(max) : "") + "}";
+    const std::string rep =
+        "{" + std::to_string(min) + "," + (max >= 0 ? std::to_string(max) : "") + "}";
     return named("\"\\\"\" char" + rep + " \"\\\"\"");
   }
 
@@ -209,7 +213,8 @@ class SchemaCompiler {
     if (props == s.end()) return "object";
     if (!props->is_object()) fail(path + ".properties", "must be an object");
     if (props->size() > limits_.max_properties)
-      fail(path + ".properties", "at most " + std::to_string(limits_.max_properties) + " per object");
+      fail(path + ".properties",
+           "at most " + std::to_string(limits_.max_properties) + " per object");
     n_properties_ += props->size();
     if (n_properties_ > limits_.max_total_properties) {
       fail(path + ".properties",
@@ -227,9 +232,8 @@ class SchemaCompiler {
     // Required properties first, then the optional ones, each in the schema's order.
     std::vector<std::string> must, may;
     for (const auto& [name, sub] : props->items()) {
-      const std::string kv =
-          named(literal(json(name).dump() + ":") + " " +
-                visit(sub, path + ".properties." + name, depth + 1));
+      const std::string kv = named(literal(json(name).dump() + ":") + " " +
+                                   visit(sub, path + ".properties." + name, depth + 1));
       (required.count(name) ? must : may).push_back(kv);
     }
     std::string body = "\"{\"";
@@ -248,7 +252,8 @@ class SchemaCompiler {
     for (size_t i = 0; i < n; ++i) {
       add_rule(after[i], i + 1 < n ? "(\",\" " + may[i + 1] + ")? " + after[i + 1] : "\"\"");
     }
-    for (size_t i = 0; i < n; ++i) add_rule(first[i], may[i] + " " + after[i] + " | " + first[i + 1]);
+    for (size_t i = 0; i < n; ++i)
+      add_rule(first[i], may[i] + " " + after[i] + " | " + first[i + 1]);
     add_rule(first[n], "\"\"");
     return named(body + " " + first[0] + " \"}\"");
   }

@@ -19,11 +19,11 @@
 namespace strata::grammar {
 
 struct SchemaLimits {
-  int32_t max_depth = 32;               // nested schemas
-  size_t max_properties = 1000;         // per object
-  size_t max_total_properties = 5000;   // in the whole schema
-  size_t max_enum_values = 1000;        // per enum
-  int64_t max_length_bound = 1000;      // maxLength, maxItems (their grammar is unrolled)
+  int32_t max_depth = 32;              // nested schemas
+  size_t max_properties = 1000;        // per object
+  size_t max_total_properties = 5000;  // in the whole schema
+  size_t max_enum_values = 1000;       // per enum
+  int64_t max_length_bound = 1000;     // maxLength, maxItems (their grammar is unrolled)
   size_t max_grammar_bytes = 256 * 1024;
 };
 

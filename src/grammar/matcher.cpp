@@ -90,7 +90,12 @@ void Stepper::accept_char(const StackSet& in, uint32_t cp, StackSet& out) {
 
 bool Stepper::partial_viable(const StackSet& s, const Partial& p) const {
   const int shift = 6 * p.remaining;
-  const uint32_t lo = p.value << shift, hi = lo | ((1u << shift) - 1);
+  // The code points the bytes so far can still become: no overlong form, none above
+  // U+10FFFF.
+  static constexpr uint32_t kMinOfLength[] = {0, 0, 0x80, 0x800, 0x10000};
+  const uint32_t lo = std::max(p.value << shift, kMinOfLength[std::clamp(p.length, 0, 4)]);
+  const uint32_t hi = std::min((p.value << shift) | ((1u << shift) - 1), 0x10FFFFu);
+  if (lo > hi) return false;
   for (size_t k = 0; k < s.size(); ++k) {
     const auto st = s.stack(k);
     if (st.empty()) continue;
@@ -109,17 +114,25 @@ bool Stepper::accept_byte(const StackSet& in, const Partial& p, uint8_t b, Stack
       return !out.empty();
     }
     if ((b & 0xE0) == 0xC0 && b >= 0xC2) {
-      po = {b & 0x1Fu, 1};
+      po = {b & 0x1Fu, 1, 2};
     } else if ((b & 0xF0) == 0xE0) {
-      po = {b & 0x0Fu, 2};
+      po = {b & 0x0Fu, 2, 3};
     } else if ((b & 0xF8) == 0xF0 && b <= 0xF4) {
-      po = {b & 0x07u, 3};
+      po = {b & 0x07u, 3, 4};
     } else {
       return false;  // a continuation byte or an invalid lead
     }
   } else {
     if ((b & 0xC0) != 0x80) return false;
-    po = {(p.value << 6) | (b & 0x3Fu), p.remaining - 1};
+    // The first continuation byte decides overlong forms (E0 80.., F0 80..), surrogates
+    // (ED A0..) and values above U+10FFFF (F4 90..): RFC 3629's table.
+    if (p.remaining == p.length - 1) {
+      const uint32_t v = (p.value << 6) | (b & 0x3Fu);
+      if ((p.length == 3 && (v < 0x20 || (v >= 0x360 && v < 0x380))) ||
+          (p.length == 4 && (v < 0x10 || v >= 0x110)))
+        return false;
+    }
+    po = {(p.value << 6) | (b & 0x3Fu), p.remaining - 1, p.length};
     if (po.remaining == 0) {
       if (po.value > 0x10FFFF || (po.value >= 0xD800 && po.value <= 0xDFFF)) return false;
       accept_char(in, po.value, out);

@@ -53,6 +53,7 @@ struct StackSet {
 struct Partial {
   uint32_t value = 0;
   int32_t remaining = 0;  // continuation bytes still to come (0: none pending)
+  int32_t length = 0;     // of the whole sequence, 2..4
 };
 
 // The transition functions on (StackSet, Partial), with scratch buffers reused between

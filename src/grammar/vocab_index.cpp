@@ -15,7 +15,8 @@ VocabIndex::VocabIndex(std::vector<std::string> pieces, std::vector<int32_t> eog
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
     return pieces_[static_cast<size_t>(a)] < pieces_[static_cast<size_t>(b)];
   });
-  for (int32_t id : order) max_piece_ = std::max(max_piece_, pieces_[static_cast<size_t>(id)].size());
+  for (int32_t id : order)
+    max_piece_ = std::max(max_piece_, pieces_[static_cast<size_t>(id)].size());
   tokens_.reserve(order.size());
   // A node stands for the run order[lo, hi) sharing `depth` leading bytes.
   struct Pending {
@@ -36,7 +37,8 @@ VocabIndex::VocabIndex(std::vector<std::string> pieces, std::vector<int32_t> eog
     while (i < p.hi) {
       const auto byte = static_cast<uint8_t>(pieces_[static_cast<size_t>(order[i])][p.depth]);
       size_t j = i;
-      while (j < p.hi && static_cast<uint8_t>(pieces_[static_cast<size_t>(order[j])][p.depth]) == byte)
+      while (j < p.hi &&
+             static_cast<uint8_t>(pieces_[static_cast<size_t>(order[j])][p.depth]) == byte)
         ++j;
       Node child;
       child.byte = byte;

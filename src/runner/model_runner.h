@@ -37,8 +37,6 @@ class ModelRunner {
  private:
   void build_batch(const SchedulerOutput& plan);
   void sample(const SchedulerOutput& plan, std::span<const float> logits);
-  // The distribution's logprob of `token` and its top k, from raw logits.
-  void fill_logprobs(std::span<const float> logits, int32_t k, TokenLogprob& out);
 
   Model& model_;
   ThreadPool& pool_;
@@ -50,6 +48,7 @@ class ModelRunner {
   std::vector<SequenceView> views_;
   std::vector<int32_t> sample_row_;  // [n_scheduled] logits row to sample from, or -1
   std::vector<float> row_;           // [n_vocab] working copy of one logits row
+  std::vector<float> masked_;        // [n_vocab] a grammar-masked row, for its logprobs
   std::vector<int32_t> order_;       // [n_vocab] token ids, for top-k logprobs
 };
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "grammar/constraint.h"
 #include "kv/kv_manager.h"
 #include "sample/sampler.h"
 #include "strata/types.h"
@@ -32,7 +33,9 @@ struct Request {
   RequestStatus status = RequestStatus::kWaiting;
   SequenceKv kv;
   Sampler sampler;
+  std::unique_ptr<grammar::Constraint> constraint;  // options.grammar's state; null: none
   std::vector<float> prompt_logits;  // [rows so far][n_vocab] until the first output takes them
+  std::vector<TokenLogprob> prompt_logprobs;  // scored prompt tokens so far (prompt_logprobs >= 0)
   // Steady-clock seconds; -1 until it happens.
   double arrival_s = 0, first_scheduled_s = -1, first_token_s = -1;
 
@@ -41,7 +44,9 @@ struct Request {
   int64_t n_pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }
   bool prefilling() const { return n_computed < n_prompt; }
   // First prompt position whose logits the request wants (n_prompt: none).
-  int64_t prompt_logits_from() const { return n_prompt - options.prompt_logits; }
+  int64_t prompt_logits_from() const {
+    return options.prompt_logprobs >= 0 ? 0 : n_prompt - options.prompt_logits;
+  }
   // Whether the request has produced an output token yet (prompt logits go with the first).
   bool started() const { return first_token_s >= 0; }
 };

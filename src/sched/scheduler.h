@@ -92,6 +92,7 @@ class Scheduler {
   Request* pick_victim() const;
   void preempt(Request* victim, SchedulerOutput& out);
   int64_t chunk_limit() const;
+  std::vector<int32_t> logprob_order_;  // scratch for prompt logprobs' top k
   bool is_stop_token(const Request& r, int32_t token) const;
   void finish(Request& r, FinishReason reason, RequestOutput& o, double now_s);
 

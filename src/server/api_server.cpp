@@ -5,6 +5,7 @@
 #include "server/api_error.h"
 #include "server/json_fields.h"
 #include "server/openai_format.h"
+#include "server/output_constraint.h"
 
 namespace strata::server {
 
@@ -56,6 +57,7 @@ void ApiServer::attach(const EngineCore& engine, EngineLoop& loop, const PromptB
   context_.emplace(GenerationContext{loop, engine, prompts.tokenizer(), metrics_, *admission_,
                                      config_.served_model_name});
   prompts_ = &prompts;
+  grammar_vocab_ = grammar_vocab(prompts.tokenizer());
   loop_ = &loop;
   created_ = unix_time();
   ready_.store(true);
@@ -197,6 +199,9 @@ void ApiServer::generate(ApiKind kind, const HttpRequest& req,
   const json body = parse_json_object(req.body);
   GenerationRequest gr = parse_generation_request(body, kind, limits_);
   check_model(body);
+  // Compiled here, on the prepare pool, within the grammar's limits.
+  if (const auto source = parse_output_constraint(body))
+    gr.options.grammar = compile_constraint(*source, grammar_vocab_);
   if (shutting_down_.load()) throw ApiError(503, "the server is shutting down");
   std::vector<PreparedPrompt> prompts;
   try {

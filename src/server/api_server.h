@@ -80,6 +80,7 @@ class ApiServer {
   std::optional<Admission> admission_;
   std::optional<GenerationContext> context_;
   const PromptBuilder* prompts_ = nullptr;
+  std::shared_ptr<const grammar::VocabIndex> grammar_vocab_;  // for constrained output
   EngineLoop* loop_ = nullptr;
   int64_t created_ = 0;
   PreparePool prepare_;  // last: its threads stop before the members they use go

@@ -190,10 +190,8 @@ GenerationRequest parse_generation_request(const json& body, ApiKind kind,
   parse_sampling(f, r.options.sampling);
   r.seed = f.integer_bits("seed");
   parse_logprobs(f, kind, limits, r);
-  if (r.echo && r.options.logprobs >= 0) {
-    throw invalid_field("echo",
-                        "echo with logprobs is not supported (prompt logprobs are not computed)");
-  }
+  // echo with logprobs scores the prompt too (lm-evaluation-harness's log-likelihood).
+  if (r.echo && r.options.logprobs >= 0) r.options.prompt_logprobs = r.options.logprobs;
   r.options.priority =
       static_cast<int32_t>(f.integer("priority", kInt32Min, kInt32Max).value_or(0));
   r.options.cache_salt = f.string("cache_salt").value_or("");

@@ -13,8 +13,8 @@ namespace {
 
 std::shared_ptr<const VocabIndex> toy_vocab() {
   // id 0: end of generation; 1: a control token (empty piece); then characters and words.
-  std::vector<std::string> pieces = {"", "", "a", "b", "c", "ab", "abc", "{", "}", "\"", "1",
-                                     "12", "x", " ", "\xC3", "\xA9", "\xC3\xA9", "aaaa"};
+  std::vector<std::string> pieces = {"",   "",  "a",  "b", "c", "ab",   "abc",  "{",        "}",
+                                     "\"", "1", "12", "x", " ", "\xC3", "\xA9", "\xC3\xA9", "aaaa"};
   return std::make_shared<const VocabIndex>(std::move(pieces), std::vector<int32_t>{0});
 }
 
@@ -115,6 +115,33 @@ TEST(Matcher, AmbiguityStaysBounded) {
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(m.advance(17));
   EXPECT_LE(m.stacks().size(), 8u);
   EXPECT_TRUE(m.accepting());
+}
+
+}  // namespace
+}  // namespace strata::grammar
+
+namespace strata::grammar {
+namespace {
+
+TEST(Matcher, RejectsOverlongAndInvalidUtf8) {
+  // F0 80 81 A1 is an overlong 'a'; E0 81 A1 too; ED A0 80 a surrogate.
+  std::vector<std::string> pieces = {"",     "\xF0", "\x80", "\x81", "\xA1",
+                                     "\xE0", "\xED", "\xA0", "a"};
+  auto vocab = std::make_shared<const VocabIndex>(std::move(pieces), std::vector<int32_t>{0});
+  auto g = compile_gbnf("root ::= [a] | [^a]", vocab);
+  Matcher m(g);
+  EXPECT_TRUE(m.accepts(8));
+  EXPECT_FALSE(compile_gbnf("root ::= \"a\"", vocab) == nullptr);
+  Matcher only_a(compile_gbnf("root ::= \"a\"", vocab));
+  EXPECT_FALSE(only_a.accepts(1));  // no 4-byte character can be 'a'
+  EXPECT_FALSE(only_a.accepts(5));
+  Matcher any(g);
+  ASSERT_TRUE(any.advance(1));
+  EXPECT_FALSE(any.accepts(2));  // F0 80: overlong
+  ASSERT_TRUE(Matcher(g).accepts(6));
+  Matcher sur(g);
+  ASSERT_TRUE(sur.advance(6));
+  EXPECT_FALSE(sur.accepts(7));  // ED A0: a surrogate
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // JSON schema to grammar: random walks under the mask always end in JSON that parses
 // and validates; the same walk without the mask does not (so the check can fail); and
 // hostile schemas fail fast naming the limit or keyword.
+#include "grammar/json_schema.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,7 +11,6 @@
 
 #include "core/error.h"
 #include "grammar/compiled.h"
-#include "grammar/json_schema.h"
 #include "grammar/mask_builder.h"
 #include "grammar/schema_check.h"
 
@@ -22,7 +23,8 @@ using nlohmann::json;
 std::shared_ptr<const VocabIndex> ascii_vocab() {
   std::vector<std::string> pieces = {""};  // 0: end of generation
   for (int c = 32; c < 127; ++c) pieces.emplace_back(1, static_cast<char>(c));
-  for (const char* w : {"\"name\":", "true", "false", "null", "{\"", "\"}", "\",\"", "12", "],", "\xC3\xA9"})
+  for (const char* w :
+       {"\"name\":", "true", "false", "null", "{\"", "\"}", "\",\"", "12", "],", "\xC3\xA9"})
     pieces.emplace_back(w);
   return std::make_shared<const VocabIndex>(std::move(pieces), std::vector<int32_t>{0});
 }
@@ -44,8 +46,8 @@ const json kSchema = json::parse(R"({
 
 // Samples up to `max_tokens` tokens uniformly among the allowed ones (or among all when
 // `masked` is false) and returns the text, or "" if the sequence never ended.
-std::string random_walk(const std::shared_ptr<const CompiledGrammar>& g, uint64_t seed,
-                        bool masked, int max_tokens) {
+std::string random_walk(const std::shared_ptr<const CompiledGrammar>& g, uint64_t seed, bool masked,
+                        int max_tokens) {
   std::mt19937_64 rng(seed);
   Matcher m(g);
   MaskBuilder masks(g);
@@ -120,9 +122,10 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
             "schema.properties.a: unsupported keyword 'pattern'");
   EXPECT_NE(schema_error(json::parse(R"({"$ref":"http://x/y"})")).find("only local references"),
             std::string::npos);
-  EXPECT_NE(schema_error(json::parse(R"({"type":"object","additionalProperties":true,"properties":{}})"))
-                .find("additionalProperties"),
-            std::string::npos);
+  EXPECT_NE(
+      schema_error(json::parse(R"({"type":"object","additionalProperties":true,"properties":{}})"))
+          .find("additionalProperties"),
+      std::string::npos);
 }
 
 TEST(JsonSchema, HostileSchemasFailFastOrStayBounded) {
@@ -131,8 +134,9 @@ TEST(JsonSchema, HostileSchemasFailFastOrStayBounded) {
   // 10,000 properties: over the per-object limit.
   json props = json::object();
   for (int i = 0; i < 10000; ++i) props["p" + std::to_string(i)] = {{"type", "integer"}};
-  EXPECT_NE(schema_error({{"type", "object"}, {"properties", props}}).find("at most 1000 per object"),
-            std::string::npos);
+  EXPECT_NE(
+      schema_error({{"type", "object"}, {"properties", props}}).find("at most 1000 per object"),
+      std::string::npos);
   // Deep nesting.
   json deep = {{"type", "integer"}};
   for (int i = 0; i < 100; ++i) deep = {{"type", "array"}, {"items", deep}};
@@ -146,14 +150,17 @@ TEST(JsonSchema, HostileSchemasFailFastOrStayBounded) {
             std::string::npos);
   // A self-referencing definition is fine (recursion that consumes), a left-recursive
   // one is not.
-  EXPECT_EQ(schema_error(json::parse(R"({"$ref":"#/$defs/a","$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}}})"))
-                .find("left-recursive") != std::string::npos,
-            true);
+  EXPECT_EQ(
+      schema_error(
+          json::parse(
+              R"({"$ref":"#/$defs/a","$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}}})"))
+              .find("left-recursive") != std::string::npos,
+      true);
   // 1000 optional properties (the limit): compiles, and its first mask is bounded.
   json many = json::object();
   for (int i = 0; i < 1000; ++i) many["p" + std::to_string(i)] = {{"type", "integer"}};
-  const auto g = compile_gbnf(schema_to_gbnf({{"type", "object"}, {"properties", many}}, "s"),
-                              ascii_vocab());
+  const auto g =
+      compile_gbnf(schema_to_gbnf({{"type", "object"}, {"properties", many}}, "s"), ascii_vocab());
   Matcher m(g);
   ASSERT_TRUE(m.advance_text("{", *std::make_unique<Stepper>(g->grammar())));
   MaskBuilder masks(g);

@@ -49,12 +49,16 @@ inline bool check(const nlohmann::json& v, const nlohmann::json& s, const nlohma
   }
   if (v.is_string()) {
     const size_t n = code_points(v.get<std::string>());
-    if (s.contains("minLength") && n < s["minLength"].get<size_t>()) return why = "minLength", false;
-    if (s.contains("maxLength") && n > s["maxLength"].get<size_t>()) return why = "maxLength", false;
+    if (s.contains("minLength") && n < s["minLength"].get<size_t>())
+      return why = "minLength", false;
+    if (s.contains("maxLength") && n > s["maxLength"].get<size_t>())
+      return why = "maxLength", false;
   }
   if (v.is_array()) {
-    if (s.contains("minItems") && v.size() < s["minItems"].get<size_t>()) return why = "minItems", false;
-    if (s.contains("maxItems") && v.size() > s["maxItems"].get<size_t>()) return why = "maxItems", false;
+    if (s.contains("minItems") && v.size() < s["minItems"].get<size_t>())
+      return why = "minItems", false;
+    if (s.contains("maxItems") && v.size() > s["maxItems"].get<size_t>())
+      return why = "maxItems", false;
     if (s.contains("items")) {
       for (const json& item : v)
         if (!check(item, s["items"], root, why)) return false;
