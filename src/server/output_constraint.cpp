@@ -29,8 +29,7 @@ std::optional<GrammarSource> parse_output_constraint(const json& body) {
   if (!js || !js->is_object())
     throw invalid_field("response_format.json_schema", "is required (an object)");
   const auto schema = js->find("schema");
-  if (schema == js->end())
-    throw invalid_field("response_format.json_schema.schema", "is required");
+  if (schema == js->end()) throw invalid_field("response_format.json_schema.schema", "is required");
   const std::string where = "response_format.json_schema.schema";
   try {
     return GrammarSource{grammar::schema_to_gbnf(*schema, where), where};
