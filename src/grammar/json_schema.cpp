@@ -62,15 +62,16 @@ std::string literal(const std::string& text) {
 
 class SchemaCompiler {
  public:
-  SchemaCompiler(const json& root, std::string where, const SchemaLimits& limits)
-      : root_(root), where_(std::move(where)), limits_(limits) {}
+  SchemaCompiler(const json& root, std::string where, const SchemaLimits& limits,
+                 SchemaRuleNames names)
+      : root_(root), where_(std::move(where)), limits_(limits), names_(std::move(names)) {}
 
   std::string compile() {
     const std::string body = visit(root_, where_, 0);
-    add_rule("root", body);
+    add_rule(names_.root, body);
     std::string out;
     for (const std::string& r : rules_) out += r;
-    return out + kPrimitives;
+    return names_.primitives ? out + kPrimitives : out;
   }
 
  private:
@@ -78,7 +79,7 @@ class SchemaCompiler {
     throw Error(path + ": " + what);
   }
 
-  std::string new_name() { return "s" + std::to_string(++n_rules_); }
+  std::string new_name() { return names_.prefix + std::to_string(++n_rules_); }
 
   void add_rule(const std::string& name, const std::string& body) {
     rules_.push_back(name + " ::= " + body + "\n");
@@ -275,6 +276,7 @@ class SchemaCompiler {
   const json& root_;
   std::string where_;
   SchemaLimits limits_;
+  SchemaRuleNames names_;
   std::vector<std::string> rules_;
   std::unordered_map<std::string, std::string> refs_;
   size_t bytes_ = 0, n_properties_ = 0;
@@ -283,9 +285,13 @@ class SchemaCompiler {
 
 }  // namespace
 
-std::string schema_to_gbnf(const json& schema, const std::string& where,
-                           const SchemaLimits& limits) {
-  return SchemaCompiler(schema, where, limits).compile();
+std::string schema_to_gbnf(const json& schema, const std::string& where, const SchemaLimits& limits,
+                           const SchemaRuleNames& names) {
+  return SchemaCompiler(schema, where, limits, names).compile();
+}
+
+std::string json_primitives_gbnf() {
+  return kPrimitives;
 }
 
 std::string json_object_gbnf() {

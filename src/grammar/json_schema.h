@@ -27,9 +27,20 @@ struct SchemaLimits {
   size_t max_grammar_bytes = 256 * 1024;
 };
 
+// How the rules are named, so that several schemas can share one grammar (tool calls):
+// the schema's own rule is `root`, the others start with `prefix`, and the shared
+// primitives (string, number, value, ...) are written only with `primitives`.
+struct SchemaRuleNames {
+  std::string root = "root";
+  std::string prefix = "s";
+  bool primitives = true;
+};
+
 // `where` prefixes error messages ("response_format.json_schema.schema").
 std::string schema_to_gbnf(const nlohmann::json& schema, const std::string& where,
-                           const SchemaLimits& limits = {});
+                           const SchemaLimits& limits = {}, const SchemaRuleNames& names = {});
+// The shared primitives alone, for a grammar whose schemas were written without them.
+std::string json_primitives_gbnf();
 
 // Any JSON value whose top level is an object (response_format json_object).
 std::string json_object_gbnf();

@@ -202,11 +202,21 @@ void ApiServer::generate(ApiKind kind, const HttpRequest& req,
   // Compiled here, on the prepare pool, within the grammar's limits.
   if (const auto source = parse_output_constraint(body))
     gr.options.grammar = compile_constraint(*source, grammar_vocab_);
+  const bool tools = gr.tools && gr.tools->active();
+  if (tools && gr.tools->constrained()) {
+    // "required" or a named function: the output is one call, its arguments valid.
+    if (gr.options.grammar)
+      throw invalid_field("tool_choice", "cannot be combined with response_format or grammar");
+    const GrammarSource calls{tool_call_gbnf(*gr.tools, tool_format(prompts_->template_source())),
+                              "tools"};
+    gr.options.grammar = compile_constraint(calls, grammar_vocab_);
+  }
   if (shutting_down_.load()) throw ApiError(503, "the server is shutting down");
   std::vector<PreparedPrompt> prompts;
   try {
     prompts = kind == ApiKind::kChat
-                  ? std::vector<PreparedPrompt>{prompts_->chat_prompt(gr.messages)}
+                  ? std::vector<PreparedPrompt>{prompts_->chat_prompt(
+                        gr.messages, true, tools ? gr.tools->tools : json(nullptr))}
                   : prompts_->completion_prompts(gr.prompts, gr.parse_special);
   } catch (const Error& e) {
     throw ApiError(400, std::string("prompt: ") + e.what(), "prompt");

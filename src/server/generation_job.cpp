@@ -187,6 +187,12 @@ void GenerationJob::emit(Sequence& s, const std::string& text, std::span<const T
                  {"finish_reason", finish_json(fr)}});
     return;
   }
+  if (tools_active()) {
+    // A tool call is known only once its text is complete: held back until the end.
+    s.text += text;
+    if (fr != FinishReason::kNone) end_tool_stream(s, fr);
+    return;
+  }
   if (!text.empty() || (!lps.empty() && request_.options.logprobs >= 0)) {
     write_chunk({{"index", s.index},
                  {"delta", {{"content", text}}},
@@ -199,6 +205,51 @@ void GenerationJob::emit(Sequence& s, const std::string& text, std::span<const T
                  {"logprobs", nullptr},
                  {"finish_reason", finish_json(fr)}});
   }
+}
+
+bool GenerationJob::tools_active() const {
+  return request_.kind == ApiKind::kChat && request_.tools && request_.tools->active();
+}
+
+ParsedOutput GenerationJob::parse_calls(const Sequence& s) const {
+  return parse_tool_calls(
+      s.text, *request_.tools,
+      "call_" + header_.id.substr(header_.id.find('-') + 1) + "_" + std::to_string(s.index) + "_");
+}
+
+void GenerationJob::end_tool_stream(Sequence& s, FinishReason fr) {
+  const ParsedOutput parsed = parse_calls(s);
+  if (!parsed.content.empty()) {
+    write_chunk({{"index", s.index},
+                 {"delta", {{"content", parsed.content}}},
+                 {"logprobs", nullptr},
+                 {"finish_reason", nullptr}});
+  }
+  // Each call as OpenAI streams one: its id and name first, then its arguments.
+  for (size_t k = 0; k < parsed.calls.size(); ++k) {
+    const json& c = parsed.calls[k];
+    write_chunk(
+        {{"index", s.index},
+         {"delta",
+          {{"tool_calls",
+            json::array({{{"index", k},
+                          {"id", c["id"]},
+                          {"type", "function"},
+                          {"function", {{"name", c["function"]["name"]}, {"arguments", ""}}}}})}}},
+         {"logprobs", nullptr},
+         {"finish_reason", nullptr}});
+    write_chunk({{"index", s.index},
+                 {"delta",
+                  {{"tool_calls",
+                    json::array({{{"index", k},
+                                  {"function", {{"arguments", c["function"]["arguments"]}}}}})}}},
+                 {"logprobs", nullptr},
+                 {"finish_reason", nullptr}});
+  }
+  write_chunk({{"index", s.index},
+               {"delta", json::object()},
+               {"logprobs", nullptr},
+               {"finish_reason", parsed.calls.empty() ? finish_json(fr) : json("tool_calls")}});
 }
 
 void GenerationJob::write_chunk(json choice) {
@@ -263,7 +314,15 @@ void GenerationJob::complete() {
     for (Sequence& s : seqs_) {
       json c = {
           {"index", s.index}, {"logprobs", nullptr}, {"finish_reason", finish_json(s.finish)}};
-      if (request_.kind == ApiKind::kChat) {
+      if (request_.kind == ApiKind::kChat && tools_active()) {
+        const ParsedOutput parsed = parse_calls(s);
+        c["message"] = {{"role", "assistant"}, {"content", s.text}};
+        if (!parsed.calls.empty()) {
+          c["message"]["content"] = parsed.content.empty() ? json(nullptr) : json(parsed.content);
+          c["message"]["tool_calls"] = parsed.calls;
+          c["finish_reason"] = "tool_calls";
+        }
+      } else if (request_.kind == ApiKind::kChat) {
         c["message"] = {{"role", "assistant"}, {"content", s.text}};
       } else {
         c["text"] = request_.echo ? prompts_[s.prompt].text + s.text : s.text;

@@ -68,6 +68,9 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
 
   void on_output(size_t seq, const RequestOutput& o, double t);
   void echo_prompt(Sequence& s, const RequestOutput& o);
+  bool tools_active() const;
+  ParsedOutput parse_calls(const Sequence& s) const;
+  void end_tool_stream(Sequence& s, FinishReason fr);
   void record_timing(Sequence& s, const RequestOutput& o, double t);
   void emit(Sequence& s, const std::string& text, std::span<const TokenLogprob> lps,
             FinishReason fr);

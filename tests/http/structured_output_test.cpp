@@ -30,9 +30,9 @@ std::vector<float> strata_logits(const std::string& model, const std::vector<int
   std::string tokens;
   for (int32_t t : ids) tokens += std::to_string(t) + " ";
   const std::string out = scratch_dir() + "/prompt-logprobs-ref.f32";
-  const auto r = run_command(shell_quote(strata_bin()) + " logits -t 1 -m " + shell_quote(model) +
-                             " --tokens " + shell_quote(tokens) + " -o " + shell_quote(out) +
-                             " 2>&1");
+  const auto r =
+      run_command(shell_quote(strata_bin()) + " logits -t 1 -m " + shell_quote(model) +
+                  " --tokens " + shell_quote(tokens) + " -o " + shell_quote(out) + " 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   std::ifstream in(out, std::ios::binary);
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
@@ -184,20 +184,22 @@ TEST_F(Constrained, JsonObjectAndGrammarFieldErrors) {
   // 10,000 properties: refused at once, naming the limit.
   json props = json::object();
   for (int i = 0; i < 10000; ++i) props["p" + std::to_string(i)] = {{"type", "integer"}};
-  auto [s3, b3] = status(
-      {{"response_format",
-        {{"type", "json_schema"},
-         {"json_schema", {{"name", "x"}, {"schema", {{"type", "object"}, {"properties", props}}}}}}}});
+  auto [s3, b3] =
+      status({{"response_format",
+               {{"type", "json_schema"},
+                {"json_schema",
+                 {{"name", "x"}, {"schema", {{"type", "object"}, {"properties", props}}}}}}}});
   EXPECT_EQ(s3, 400);
   EXPECT_NE(b3.find("at most 1000 per object"), std::string::npos) << b3;
   // A grammar nested beyond the limit, and a huge repetition.
-  auto [s4, b4] = status({{"grammar", "root ::= " + std::string(5000, '(') + "\"a\"" +
-                                          std::string(5000, ')')}});
+  auto [s4, b4] = status(
+      {{"grammar", "root ::= " + std::string(5000, '(') + "\"a\"" + std::string(5000, ')')}});
   EXPECT_EQ(s4, 400);
   EXPECT_NE(b4.find("nested deeper"), std::string::npos) << b4;
   // json_object: parses as an object (bounded by max_tokens; a random model may not end
   // its strings, so only finished ones are checked).
-  const json r = chat({{"max_tokens", 200}, {"seed", 5}, {"n", 2}, {"response_format", {{"type", "json_object"}}}});
+  const json r = chat(
+      {{"max_tokens", 200}, {"seed", 5}, {"n", 2}, {"response_format", {{"type", "json_object"}}}});
   for (const json& c : r["choices"]) {
     if (c["finish_reason"] != "stop") continue;
     EXPECT_TRUE(json::parse(c["message"]["content"].get<std::string>()).is_object());
