@@ -51,6 +51,17 @@ void Stepper::expand(std::span<const uint32_t> s, StackSet& out) {
 
 void Stepper::dedupe(StackSet& s) {
   if (s.size() < 2) return;
+  if (s.size() <= 8) {
+    // Few stacks (the usual case): compare pairwise, no hashing or sorting.
+    bool any = false;
+    for (size_t i = 1; i < s.size() && !any; ++i) {
+      for (size_t j = 0; j < i && !any; ++j) {
+        const auto a = s.stack(i), b = s.stack(j);
+        any = std::equal(a.begin(), a.end(), b.begin(), b.end());
+      }
+    }
+    if (!any) return;
+  }
   hashes_.clear();
   for (size_t k = 0; k < s.size(); ++k)
     hashes_.emplace_back(hash_stack(s.stack(k)), static_cast<uint32_t>(k));
@@ -78,11 +89,26 @@ void Stepper::accept_char(const StackSet& in, uint32_t cp, StackSet& out) {
     if (s.empty()) continue;
     const Element& e = g_.elems[s.back()];
     if (e.kind != Element::kChars || !g_.classes[e.value].matches(cp)) continue;
-    // The character is consumed: the stack goes on after it. expand() takes a span, so
-    // the advanced stack is built in a buffer of its own.
+    // The character is consumed: the stack goes on after it. The common case, another
+    // character next in the same alternative, needs no expansion (the mask walk's hot path).
+    const uint32_t next = s.back() + 1;
+    if (g_.elems[next].kind == Element::kChars) {
+      if (out.size() < kMaxStacks) {
+        out.add(s);
+        out.data.back() = next;
+      }
+      continue;
+    }
     advanced_.assign(s.begin(), s.end());
-    advanced_.back() += 1;
-    if (g_.elems[advanced_.back()].kind == Element::kEnd) advanced_.pop_back();
+    if (g_.elems[next].kind == Element::kEnd) {
+      advanced_.pop_back();
+    } else {
+      advanced_.back() = next;
+    }
+    if (advanced_.empty() || g_.elems[advanced_.back()].kind == Element::kChars) {
+      if (out.size() < kMaxStacks) out.add(advanced_);
+      continue;
+    }
     expand(advanced_, out);
   }
   dedupe(out);

@@ -40,14 +40,13 @@ json to_call(const json& j, const ToolSpec& spec, const std::string& id) {
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return nullptr;
   const std::string name = j["name"];
   if (!declared(spec, name)) return nullptr;
-  json args = j.contains("arguments") ? j["arguments"]
+  json args = j.contains("arguments")    ? j["arguments"]
               : j.contains("parameters") ? j["parameters"]
                                          : json::object();
   if (args.is_string()) args = json::parse(args.get<std::string>(), nullptr, false);
   if (!args.is_object()) return nullptr;
-  return {{"id", id},
-          {"type", "function"},
-          {"function", {{"name", name}, {"arguments", args.dump()}}}};
+  return {
+      {"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args.dump()}}}};
 }
 
 }  // namespace
@@ -104,8 +103,7 @@ std::optional<ToolSpec> parse_tools(const json& body) {
     } else {
       throw invalid_field("tool_choice", "must be a string or an object");
     }
-    if (spec.constrained() && spec.tools.empty())
-      throw invalid_field("tool_choice", "needs tools");
+    if (spec.constrained() && spec.tools.empty()) throw invalid_field("tool_choice", "needs tools");
     if (spec.choice == ToolSpec::Choice::kNamed) {
       bool known = false;
       for (const json& t : spec.tools) known = known || t["function"]["name"] == spec.named;
@@ -137,8 +135,9 @@ std::string tool_call_gbnf(const ToolSpec& spec, ToolFormat format) {
     const std::string rule = "args" + std::to_string(i);
     const json params = fn.contains("parameters") ? fn["parameters"] : json{{"type", "object"}};
     try {
-      rules += grammar::schema_to_gbnf(params, "tools[" + std::to_string(i) + "].function.parameters",
-                                       {}, {rule, "t" + std::to_string(i) + "-", false});
+      rules +=
+          grammar::schema_to_gbnf(params, "tools[" + std::to_string(i) + "].function.parameters",
+                                  {}, {rule, "t" + std::to_string(i) + "-", false});
     } catch (const Error& e) {
       throw ApiError(400, e.what(), "tools");
     }
@@ -148,10 +147,16 @@ std::string tool_call_gbnf(const ToolSpec& spec, ToolFormat format) {
   }
   std::string root;
   switch (format) {
-    case ToolFormat::kHermes: root = "\"<tool_call>\\n\" call \"\\n</tool_call>\""; break;
+    case ToolFormat::kHermes:
+      root = "\"<tool_call>\\n\" call \"\\n</tool_call>\"";
+      break;
     // [TOOL_CALLS] is a control token no grammar can write; the array follows it.
-    case ToolFormat::kMistral: root = "\"[\" call \"]\""; break;
-    default: root = "call"; break;
+    case ToolFormat::kMistral:
+      root = "\"[\" call \"]\"";
+      break;
+    default:
+      root = "call";
+      break;
   }
   return "root ::= " + root + "\ncall ::= " + alts + "\n" + rules + grammar::json_primitives_gbnf();
 }
@@ -165,7 +170,8 @@ ParsedOutput parse_tool_calls(const std::string& text, const ToolSpec& spec,
   for (size_t open; (open = text.find("<tool_call>", pos)) != std::string::npos;) {
     const size_t body = open + 11;
     size_t close = text.find("</tool_call>", body);
-    const std::string inner = text.substr(body, close == std::string::npos ? std::string::npos : close - body);
+    const std::string inner =
+        text.substr(body, close == std::string::npos ? std::string::npos : close - body);
     const json call = to_call(json::parse(inner, nullptr, false), spec, id());
     if (call.is_null()) break;
     out.content += text.substr(pos, open - pos);
@@ -178,7 +184,8 @@ ParsedOutput parse_tool_calls(const std::string& text, const ToolSpec& spec,
   }
   // The whole text as JSON: one call, or a list of them (Mistral, after [TOOL_CALLS]).
   std::string body = text;
-  if (const size_t tag = body.find("[TOOL_CALLS]"); tag != std::string::npos) body = body.substr(tag + 12);
+  if (const size_t tag = body.find("[TOOL_CALLS]"); tag != std::string::npos)
+    body = body.substr(tag + 12);
   if (body.rfind("<|python_tag|>", 0) == 0) body = body.substr(14);
   const json j = json::parse(body, nullptr, false);
   const json list = j.is_array() ? j : json::array({j});

@@ -44,8 +44,9 @@ ToolFormat tool_format(std::string_view template_source);
 std::string tool_call_gbnf(const ToolSpec& spec, ToolFormat format);
 
 struct ParsedOutput {
-  std::string content;                              // the text outside the calls
-  nlohmann::json calls = nlohmann::json::array();  // [{id, type: function, function: {name, arguments}}]
+  std::string content;  // the text outside the calls
+  nlohmann::json calls =
+      nlohmann::json::array();  // [{id, type: function, function: {name, arguments}}]
 };
 
 // `id_prefix`: call ids are id_prefix + index ("call_<request>_0").
