@@ -67,7 +67,8 @@ void mask_cost(const char* label, const std::shared_ptr<const grammar::CompiledG
         m = grammar::Matcher(g);
         continue;
       }
-      const int32_t tok = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+      const int32_t tok =
+          allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
       const auto t2 = Clock::now();
       m.advance(tok, masks[static_cast<size_t>(b)].stepper());
       const auto t3 = Clock::now();
@@ -86,9 +87,11 @@ void mask_cost(const char* label, const std::shared_ptr<const grammar::CompiledG
   auto pct = [](const std::vector<double>& v, double p) {
     return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
   };
-  std::printf("mask  %-12s batch %2d: per sequence-step mean %8.1f us p50 %8.1f p99 %8.1f | per step mean %9.1f us\n",
-              label, batch, sum / static_cast<double>(per_mask_us.size()), pct(per_mask_us, 0.5),
-              pct(per_mask_us, 0.99), step_sum / static_cast<double>(per_step_us.size()));
+  std::printf(
+      "mask  %-12s batch %2d: per sequence-step mean %8.1f us p50 %8.1f p99 %8.1f | per step mean "
+      "%9.1f us\n",
+      label, batch, sum / static_cast<double>(per_mask_us.size()), pct(per_mask_us, 0.5),
+      pct(per_mask_us, 0.99), step_sum / static_cast<double>(per_step_us.size()));
 }
 
 void decode_rate(Model& model, ThreadPool& pool, const Tokenizer& tok,
@@ -138,8 +141,8 @@ int run(int argc, char** argv) {
   const Tokenizer tok = Tokenizer::from_gguf(model->file());
   const auto vocab = server::grammar_vocab(tok);
   std::printf("vocabulary: %d tokens, %zu trie nodes\n", vocab->n_vocab(), vocab->nodes().size());
-  const auto person = grammar::compile_gbnf(
-      grammar::schema_to_gbnf(json::parse(kPersonSchema), "schema"), vocab);
+  const auto person =
+      grammar::compile_gbnf(grammar::schema_to_gbnf(json::parse(kPersonSchema), "schema"), vocab);
   const auto object = grammar::compile_gbnf(grammar::json_object_gbnf(), vocab);
   for (int batch : {1, 16}) {
     mask_cost("json_schema", person, batch, batch == 1 ? steps : steps / 4);
@@ -147,8 +150,8 @@ int run(int argc, char** argv) {
   }
   if (argc > 4 && std::string(argv[4]) == "mask") return 0;
   ThreadPool pool(threads);
-  const auto long_text = grammar::compile_gbnf(
-      grammar::schema_to_gbnf(json::parse(kLongTextSchema), "schema"), vocab);
+  const auto long_text =
+      grammar::compile_gbnf(grammar::schema_to_gbnf(json::parse(kLongTextSchema), "schema"), vocab);
   for (int batch : {1, 16}) decode_rate(*model, pool, tok, long_text, batch);
   return 0;
 }

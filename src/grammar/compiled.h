@@ -8,6 +8,7 @@
 
 #include "grammar/gbnf_parser.h"
 #include "grammar/grammar.h"
+#include "grammar/mask_cache.h"
 #include "grammar/matcher.h"
 #include "grammar/vocab_index.h"
 
@@ -20,11 +21,15 @@ class CompiledGrammar {
   const Grammar& grammar() const { return grammar_; }
   const VocabIndex& vocab() const { return *vocab_; }
   const StackSet& initial() const { return initial_; }
+  // Masks computed so far, shared by every sequence using this grammar (mask_cache.h):
+  // a cache, so it changes no result, and it locks itself.
+  MaskCache& mask_cache() const { return masks_; }
 
  private:
   Grammar grammar_;
   std::shared_ptr<const VocabIndex> vocab_;
   StackSet initial_;
+  mutable MaskCache masks_;
 };
 
 // Parses GBNF text and compiles it for `vocab`; throws strata::Error naming the problem.

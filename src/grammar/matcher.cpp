@@ -237,7 +237,7 @@ bool Matcher::advance_text(std::string_view bytes, Stepper& stepper) {
 }
 
 CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const VocabIndex> vocab)
-    : grammar_(std::move(grammar)), vocab_(std::move(vocab)) {
+    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), masks_(vocab_->n_vocab()) {
   Stepper stepper(grammar_);
   // The initial stacks: each alternative of the root rule, expanded.
   for (uint32_t a : grammar_.alts[grammar_.root]) {
