@@ -45,7 +45,8 @@ void MaskCache::insert(uint64_t h, const StackSet& s, const Partial& p,
   e.hash = h;
   e.stacks = s;
   e.partial = p;
-  e.bits.assign(bits.begin(), bits.begin() + static_cast<ptrdiff_t>(std::min(bits.size(), n_words_)));
+  e.bits.assign(bits.begin(),
+                bits.begin() + static_cast<ptrdiff_t>(std::min(bits.size(), n_words_)));
 }
 
 int64_t MaskCache::hits() const {

@@ -57,7 +57,7 @@ void ApiServer::attach(const EngineCore& engine, EngineLoop& loop, const PromptB
   context_.emplace(GenerationContext{loop, engine, prompts.tokenizer(), metrics_, *admission_,
                                      config_.served_model_name});
   prompts_ = &prompts;
-  grammar_vocab_ = grammar_vocab(prompts.tokenizer());
+  grammars_.emplace(grammar_vocab(prompts.tokenizer()));
   loop_ = &loop;
   created_ = unix_time();
   ready_.store(true);
@@ -201,7 +201,7 @@ void ApiServer::generate(ApiKind kind, const HttpRequest& req,
   check_model(body);
   // Compiled here, on the prepare pool, within the grammar's limits.
   if (const auto source = parse_output_constraint(body))
-    gr.options.grammar = compile_constraint(*source, grammar_vocab_);
+    gr.options.grammar = grammars_->get(*source);
   const bool tools = gr.tools && gr.tools->active();
   if (tools && gr.tools->constrained()) {
     // "required" or a named function: the output is one call, its arguments valid.
@@ -209,7 +209,7 @@ void ApiServer::generate(ApiKind kind, const HttpRequest& req,
       throw invalid_field("tool_choice", "cannot be combined with response_format or grammar");
     const GrammarSource calls{tool_call_gbnf(*gr.tools, tool_format(prompts_->template_source())),
                               "tools"};
-    gr.options.grammar = compile_constraint(calls, grammar_vocab_);
+    gr.options.grammar = grammars_->get(calls);
   }
   if (shutting_down_.load()) throw ApiError(503, "the server is shutting down");
   std::vector<PreparedPrompt> prompts;
