@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +13,10 @@
 namespace strata {
 
 using RequestId = uint64_t;
+
+namespace grammar {
+class CompiledGrammar;  // src/grammar/compiled.h
+}
 
 // Per-request sampling settings, with the defaults an OpenAI-API user expects.
 struct SamplingParams {
@@ -55,6 +60,14 @@ struct RequestOptions {
   // false keeps it to one token per step. Either way the output follows the same
   // distribution (greedy: the same tokens).
   bool speculative = true;
+  // -1: none; k >= 0: every prompt token's logprob (the first has none) and the top k,
+  // from the prefill's logits. Such a request computes its whole prompt: the prefix cache
+  // is bypassed, as for prompt_logits.
+  int32_t prompt_logprobs = -1;
+  // Constrained decoding: only tokens this grammar accepts are sampled, end-of-generation
+  // only once its sentence is complete; logprobs are those of the masked distribution.
+  // Shared by the sequences of a request; null: unconstrained.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 struct TokenLogprob {
@@ -68,6 +81,7 @@ struct RequestOutput {
   std::vector<int32_t> new_tokens;     // tokens generated this step (excludes stop tokens)
   std::vector<TokenLogprob> logprobs;  // one per new token when asked
   std::vector<float> prompt_logits;  // [RequestOptions::prompt_logits][n_vocab], first output only
+  std::vector<TokenLogprob> prompt_logprobs;  // [n_prompt - 1] prompt tokens 1.., first output only
   FinishReason finish = FinishReason::kNone;
   std::string error;  // finish == kError: what failed
   int32_t n_prompt = 0;

@@ -67,7 +67,7 @@ int64_t stream_pool_blocks(const EngineConfig& c) {
 
 // Neither a token nor the prompt's logits: such a request finishes (length) unscheduled.
 bool asks_nothing(const RequestOptions& o) {
-  return o.stop.max_tokens == 0 && o.prompt_logits == 0;
+  return o.stop.max_tokens == 0 && o.prompt_logits == 0 && o.prompt_logprobs < 0;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "grammar/compiled.h"
 
 namespace strata {
 
@@ -36,6 +37,12 @@ void validate_request(std::span<const int32_t> prompt, const RequestOptions& o, 
     throw Error("min_p: must be in [0, 1]");
   if (!(o.sampling.repetition_penalty > 0.0f)) throw Error("repetition_penalty: must be > 0");
   if (o.logprobs > 20) throw Error("logprobs: at most 20");
+  if (o.grammar && o.grammar->vocab().n_vocab() != n_vocab)
+    throw Error("grammar: compiled for a vocabulary of " +
+                std::to_string(o.grammar->vocab().n_vocab()) + " tokens, the model has " +
+                std::to_string(n_vocab));
+  if (o.prompt_logprobs < -1 || o.prompt_logprobs > 20)
+    throw Error("prompt_logprobs: must be -1 (none) or in [0, 20]");
   if (o.prompt_logits < 0 || o.prompt_logits > static_cast<int64_t>(prompt.size())) {
     throw Error("prompt_logits: must be in [0, " + std::to_string(prompt.size()) +
                 "] (the prompt's length)");

@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "sample/logprobs.h"
 
 namespace strata {
 
@@ -15,6 +16,7 @@ ModelRunner::ModelRunner(Model& model, ThreadPool& pool, const KvCacheConfig& ca
     : model_(model), pool_(pool), cache_(cache), eog_tokens_(std::move(eog_tokens)) {
   const auto n_vocab = static_cast<size_t>(model.config().n_vocab);
   row_.resize(n_vocab);
+  masked_.resize(n_vocab);
   order_.resize(n_vocab);
   output_.n_vocab = model.config().n_vocab;
 }
@@ -109,9 +111,19 @@ void ModelRunner::load_row(const Request& r, std::span<const float> src, int32_t
 
 void ModelRunner::sample_plain(Request& r, std::span<const float> src) {
   load_row(r, src, r.n_generated);
-  const int32_t tok = r.sampler.sample(row_, r.tokens);
+  std::span<const float> dist = src;  // what logprobs are computed from
+  if (r.constraint) {
+    r.constraint->mask(row_);
+    if (r.options.logprobs >= 0) {
+      std::copy(row_.begin(), row_.end(), masked_.begin());
+      dist = masked_;
+    }
+  }
+  int32_t tok = r.sampler.sample(row_, r.tokens);
+  // The sampler's rounding fallback may land on a masked token; never emit one.
+  if (r.constraint && std::isinf(row_[static_cast<size_t>(tok)])) tok = argmax(row_);
   TokenLogprob& lp = output_.push(tok);
-  if (r.options.logprobs >= 0) fill_logprobs(src, r.options.logprobs, lp);
+  if (r.options.logprobs >= 0) fill_logprobs(dist, r.options.logprobs, order_, lp);
 }
 
 // Speculative verification over rows [0, k]: row j is the target's distribution after
@@ -126,6 +138,9 @@ void ModelRunner::verify_draft(Request& r, std::span<const float> rows) {
   const bool has_q = !r.draft_probs.empty();
   if (has_q && r.draft_probs.size() != k * n_vocab)
     throw Error("model runner: draft distributions do not match the draft");
+  // The controller never drafts for a constrained request (the mask would need the
+  // grammar state after each draft token).
+  if (r.constraint) throw Error("model runner: a draft for a grammar-constrained request");
   history_.assign(r.tokens.begin(), r.tokens.end());
   for (size_t j = 0; j <= k; ++j) {
     const auto src = rows.subspan(j * n_vocab, n_vocab);
@@ -149,33 +164,10 @@ void ModelRunner::verify_draft(Request& r, std::span<const float> rows) {
       tok = r.sampler.sample_prepared();
     }
     TokenLogprob& lp = output_.push(tok);
-    if (r.options.logprobs >= 0) fill_logprobs(src, r.options.logprobs, lp);
+    if (r.options.logprobs >= 0) fill_logprobs(src, r.options.logprobs, order_, lp);
     if (!go_on) return;
     history_.push_back(tok);
   }
-}
-
-void ModelRunner::fill_logprobs(std::span<const float> src, int32_t k_wanted, TokenLogprob& out) {
-  // Log-probabilities of the model's distribution, before penalties and temperature.
-  const size_t n_vocab = src.size();
-  double mx = -std::numeric_limits<double>::infinity(), sum = 0.0;
-  for (float x : src) mx = std::max(mx, static_cast<double>(x));
-  for (float x : src) sum += std::exp(static_cast<double>(x) - mx);
-  const double log_z = mx + std::log(sum);
-  const size_t k = std::min(static_cast<size_t>(k_wanted), n_vocab);
-  std::iota(order_.begin(), order_.end(), 0);
-  std::partial_sort(order_.begin(), order_.begin() + static_cast<ptrdiff_t>(k), order_.end(),
-                    [&](int32_t a, int32_t b) {
-                      return src[static_cast<size_t>(a)] > src[static_cast<size_t>(b)] ||
-                             (src[static_cast<size_t>(a)] == src[static_cast<size_t>(b)] && a < b);
-                    });
-  out.top.clear();
-  for (size_t j = 0; j < k; ++j) {
-    out.top.emplace_back(order_[j],
-                         static_cast<float>(src[static_cast<size_t>(order_[j])] - log_z));
-  }
-  out.logprob = static_cast<float>(-log_z);
-  out.logprob += src[static_cast<size_t>(out.token)];
 }
 
 }  // namespace strata

@@ -40,8 +40,6 @@ class ModelRunner {
   void load_row(const Request& r, std::span<const float> src, int32_t n_generated);
   void sample_plain(Request& r, std::span<const float> src);
   void verify_draft(Request& r, std::span<const float> rows);
-  // The distribution's logprob of `token` and its top k, from raw logits.
-  void fill_logprobs(std::span<const float> logits, int32_t k, TokenLogprob& out);
 
   Model& model_;
   ThreadPool& pool_;
@@ -53,6 +51,7 @@ class ModelRunner {
   std::vector<SequenceView> views_;
   std::vector<int32_t> sample_row_;  // [n_scheduled] logits row to sample from, or -1
   std::vector<float> row_;           // [n_vocab] working copy of one logits row
+  std::vector<float> masked_;        // [n_vocab] a grammar-masked row, for its logprobs
   std::vector<int32_t> order_;       // [n_vocab] token ids, for top-k logprobs
   std::vector<int32_t> history_;     // a verified sequence's tokens plus accepted drafts
 };

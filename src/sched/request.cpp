@@ -14,6 +14,7 @@ Request::Request(RequestId id_, std::vector<int32_t> prompt, const RequestOption
       sampler(o.sampling, n_vocab) {
   tokens.reserve(tokens.size() + static_cast<size_t>(std::max(o.stop.max_tokens, 0)) + 1);
   kv.salt = o.cache_salt;
+  if (o.grammar) constraint = std::make_unique<grammar::Constraint>(o.grammar);
 }
 
 }  // namespace strata

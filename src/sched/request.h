@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "grammar/constraint.h"
 #include "kv/kv_manager.h"
 #include "sample/sampler.h"
 #include "strata/types.h"
@@ -42,6 +43,7 @@ struct Request {
   RequestStatus status = RequestStatus::kWaiting;
   SequenceKv kv;
   Sampler sampler;
+  std::unique_ptr<grammar::Constraint> constraint;  // options.grammar's state; null: none
   std::vector<float> prompt_logits;  // [rows so far][n_vocab] until the first output takes them
   // Speculative decoding. `spec_k`: draft tokens the next step makes room for (set before
   // scheduling; the scheduler may lower it). `draft`: the tokens proposed for this step,
@@ -52,6 +54,7 @@ struct Request {
   std::vector<int32_t> draft;
   std::vector<float> draft_probs;
   SpecStats spec;
+  std::vector<TokenLogprob> prompt_logprobs;  // scored prompt tokens so far (prompt_logprobs >= 0)
   // Steady-clock seconds; -1 until it happens.
   double arrival_s = 0, first_scheduled_s = -1, first_token_s = -1;
 
@@ -67,7 +70,9 @@ struct Request {
   }
   bool prefilling() const { return n_computed < n_prompt; }
   // First prompt position whose logits the request wants (n_prompt: none).
-  int64_t prompt_logits_from() const { return n_prompt - options.prompt_logits; }
+  int64_t prompt_logits_from() const {
+    return options.prompt_logprobs >= 0 ? 0 : n_prompt - options.prompt_logits;
+  }
   // Whether the request has produced an output token yet (prompt logits go with the first).
   bool started() const { return first_token_s >= 0; }
 };

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "sample/logprobs.h"
 
 namespace strata {
 
@@ -15,6 +16,7 @@ RequestOutput& StepOutputs::add(RequestId id) {
   o.new_tokens.clear();
   o.logprobs.clear();
   o.prompt_logits.clear();
+  o.prompt_logprobs.clear();
   o.finish = FinishReason::kNone;
   o.error.clear();
   o.n_prompt = o.n_cached_prompt = o.n_generated = 0;
@@ -90,6 +92,7 @@ void Scheduler::preempt(Request* victim, SchedulerOutput& out) {
   victim->n_computed = 0;
   victim->prefix_matched = false;
   victim->prompt_logits.clear();  // recomputed with the prompt
+  victim->prompt_logprobs.clear();
   ++victim->n_preemptions;
   ++stats_.preemptions;
   running_.erase(std::remove(running_.begin(), running_.end(), victim), running_.end());
@@ -226,11 +229,18 @@ void Scheduler::update_from_output(const SchedulerOutput& plan, const RunnerOutp
     if (r.prefilling())
       stats_.prompt_tokens += std::min<int64_t>(n_tokens, r.n_prompt - r.n_computed);
     if (i < result.prompt_rows.size() && result.prompt_rows[i].n_rows > 0) {
-      const auto first =
-          result.logits.begin() + static_cast<ptrdiff_t>(result.prompt_rows[i].first_row * n_vocab);
-      r.prompt_logits.insert(
-          r.prompt_logits.end(), first,
-          first + static_cast<ptrdiff_t>(result.prompt_rows[i].n_rows * n_vocab));
+      const auto rows =
+          result.logits.subspan(static_cast<size_t>(result.prompt_rows[i].first_row) * n_vocab,
+                                static_cast<size_t>(result.prompt_rows[i].n_rows) * n_vocab);
+      if (r.options.prompt_logprobs >= 0) {
+        const int64_t first_pos = std::max(r.n_computed, r.prompt_logits_from());
+        score_prompt_rows(
+            rows, result.n_vocab, first_pos,
+            std::span<const int32_t>(r.tokens.data(), static_cast<size_t>(r.n_prompt)),
+            r.options.prompt_logprobs, logprob_order_, r.prompt_logprobs);
+      } else {
+        r.prompt_logits.insert(r.prompt_logits.end(), rows.begin(), rows.end());
+      }
     }
     // A speculative step keeps the KV of the accepted draft tokens (all produced tokens
     // but the last, which is new) and rolls back the rejected ones' slots.
@@ -273,6 +283,7 @@ void Scheduler::update_from_output(const SchedulerOutput& plan, const RunnerOutp
     o.n_prompt = r.n_prompt;
     o.n_cached_prompt = r.n_cached_prompt;
     if (!r.prompt_logits.empty()) o.prompt_logits.swap(r.prompt_logits);
+    if (!r.prompt_logprobs.empty()) o.prompt_logprobs.swap(r.prompt_logprobs);
     const StopConditions& stop = r.options.stop;
     if (stop.max_tokens == 0) {  // only the prompt's logits were asked for
       finish(r, FinishReason::kLength, o, result.finished_s);
@@ -289,6 +300,7 @@ void Scheduler::update_from_output(const SchedulerOutput& plan, const RunnerOutp
       }
       if (r.options.logprobs >= 0) o.logprobs.push_back(result.logprobs[first_lp + j]);
       r.tokens.push_back(tok);
+      if (r.constraint) r.constraint->advance(tok);
       ++r.n_generated;
       ++stats_.generation_tokens;
       o.new_tokens.push_back(tok);

@@ -97,6 +97,7 @@ class Scheduler {
   int64_t chunk_limit() const;
   // Draft tokens a decoding request may verify this step with `budget_left` tokens left.
   int64_t spec_room(const Request& r, int64_t budget_left) const;
+  std::vector<int32_t> logprob_order_;  // scratch for prompt logprobs' top k
   bool is_stop_token(const Request& r, int32_t token) const;
   void finish(Request& r, FinishReason reason, RequestOutput& o, double now_s);
 

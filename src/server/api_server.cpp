@@ -5,6 +5,7 @@
 #include "server/api_error.h"
 #include "server/json_fields.h"
 #include "server/openai_format.h"
+#include "server/output_constraint.h"
 
 namespace strata::server {
 
@@ -56,6 +57,7 @@ void ApiServer::attach(const EngineCore& engine, EngineLoop& loop, const PromptB
   context_.emplace(GenerationContext{loop, engine, prompts.tokenizer(), metrics_, *admission_,
                                      config_.served_model_name});
   prompts_ = &prompts;
+  grammars_.emplace(grammar_vocab(prompts.tokenizer()));
   loop_ = &loop;
   created_ = unix_time();
   ready_.store(true);
@@ -197,11 +199,24 @@ void ApiServer::generate(ApiKind kind, const HttpRequest& req,
   const json body = parse_json_object(req.body);
   GenerationRequest gr = parse_generation_request(body, kind, limits_);
   check_model(body);
+  // Compiled here, on the prepare pool, within the grammar's limits.
+  if (const auto source = parse_output_constraint(body))
+    gr.options.grammar = grammars_->get(*source);
+  const bool tools = gr.tools && gr.tools->active();
+  if (tools && gr.tools->constrained()) {
+    // "required" or a named function: the output is one call, its arguments valid.
+    if (gr.options.grammar)
+      throw invalid_field("tool_choice", "cannot be combined with response_format or grammar");
+    const GrammarSource calls{tool_call_gbnf(*gr.tools, tool_format(prompts_->template_source())),
+                              "tools"};
+    gr.options.grammar = grammars_->get(calls);
+  }
   if (shutting_down_.load()) throw ApiError(503, "the server is shutting down");
   std::vector<PreparedPrompt> prompts;
   try {
     prompts = kind == ApiKind::kChat
-                  ? std::vector<PreparedPrompt>{prompts_->chat_prompt(gr.messages)}
+                  ? std::vector<PreparedPrompt>{prompts_->chat_prompt(
+                        gr.messages, true, tools ? gr.tools->tools : json(nullptr))}
                   : prompts_->completion_prompts(gr.prompts, gr.parse_special);
   } catch (const Error& e) {
     throw ApiError(400, std::string("prompt: ") + e.what(), "prompt");

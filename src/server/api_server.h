@@ -13,6 +13,7 @@
 #include "server/admission.h"
 #include "server/api_error.h"
 #include "server/generation_job.h"
+#include "server/grammar_cache.h"
 #include "server/http_types.h"
 #include "server/metrics.h"
 #include "server/prepare_pool.h"
@@ -80,6 +81,7 @@ class ApiServer {
   std::optional<Admission> admission_;
   std::optional<GenerationContext> context_;
   const PromptBuilder* prompts_ = nullptr;
+  std::optional<GrammarCache> grammars_;  // constrained output's compiled grammars
   EngineLoop* loop_ = nullptr;
   int64_t created_ = 0;
   PreparePool prepare_;  // last: its threads stop before the members they use go

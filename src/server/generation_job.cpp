@@ -52,7 +52,9 @@ void GenerationJob::start() {
       s.options = request_.options;
       s.options.sampling.seed = base + static_cast<uint64_t>(c);
       s.n_prompt = static_cast<int32_t>(prompts_[p].ids.size());
-      if (request_.echo) s.text_offset = static_cast<int64_t>(prompts_[p].text.size());
+      // With prompt logprobs the offsets run over the prompt's tokens first.
+      if (request_.echo && s.options.prompt_logprobs < 0)
+        s.text_offset = static_cast<int64_t>(prompts_[p].text.size());
       seqs_.push_back(std::move(s));
     }
   }
@@ -99,7 +101,7 @@ void GenerationJob::open_stream() {
                    {"delta", {{"role", "assistant"}, {"content", ""}}},
                    {"logprobs", nullptr},
                    {"finish_reason", nullptr}});
-    } else if (request_.echo) {
+    } else if (request_.echo && s.options.prompt_logprobs < 0) {  // else with its logprobs
       write_chunk({{"index", s.index},
                    {"text", prompts_[s.prompt].text},
                    {"logprobs", nullptr},
@@ -119,6 +121,7 @@ void GenerationJob::on_output(size_t i, const RequestOutput& o, double t) {
   if (completed_ || s.finish != FinishReason::kNone) return;
   record_timing(s, o, t);
   s.n_cached = o.n_cached_prompt;
+  if (s.options.prompt_logprobs >= 0 && s.prompt_logprobs.is_null()) echo_prompt(s, o);
   const auto delta = s.processor->push(o.new_tokens, o.finished());
   FinishReason fr = FinishReason::kNone;
   if (delta.stopped) {
@@ -134,6 +137,18 @@ void GenerationJob::on_output(size_t i, const RequestOutput& o, double t) {
   ctx_.metrics.count_finish(fr);
   ctx_.metrics.e2e_request_latency.observe(t - arrival_s_);
   if (n_answered_ == seqs_.size()) complete();
+}
+
+void GenerationJob::echo_prompt(Sequence& s, const RequestOutput& o) {
+  // The first output carries the prompt's logprobs; a stream sends the echo with them.
+  s.prompt_logprobs = prompt_logprobs_json(ctx_.tokenizer, prompts_[s.prompt].ids,
+                                           o.prompt_logprobs, s.text_offset);
+  if (request_.stream && !client_gone_) {
+    write_chunk({{"index", s.index},
+                 {"text", prompts_[s.prompt].text},
+                 {"logprobs", s.prompt_logprobs},
+                 {"finish_reason", nullptr}});
+  }
 }
 
 void GenerationJob::record_timing(Sequence& s, const RequestOutput& o, double t) {
@@ -172,6 +187,12 @@ void GenerationJob::emit(Sequence& s, const std::string& text, std::span<const T
                  {"finish_reason", finish_json(fr)}});
     return;
   }
+  if (tools_active()) {
+    // A tool call is known only once its text is complete: held back until the end.
+    s.text += text;
+    if (fr != FinishReason::kNone) end_tool_stream(s, fr);
+    return;
+  }
   if (!text.empty() || (!lps.empty() && request_.options.logprobs >= 0)) {
     write_chunk({{"index", s.index},
                  {"delta", {{"content", text}}},
@@ -184,6 +205,51 @@ void GenerationJob::emit(Sequence& s, const std::string& text, std::span<const T
                  {"logprobs", nullptr},
                  {"finish_reason", finish_json(fr)}});
   }
+}
+
+bool GenerationJob::tools_active() const {
+  return request_.kind == ApiKind::kChat && request_.tools && request_.tools->active();
+}
+
+ParsedOutput GenerationJob::parse_calls(const Sequence& s) const {
+  return parse_tool_calls(
+      s.text, *request_.tools,
+      "call_" + header_.id.substr(header_.id.find('-') + 1) + "_" + std::to_string(s.index) + "_");
+}
+
+void GenerationJob::end_tool_stream(Sequence& s, FinishReason fr) {
+  const ParsedOutput parsed = parse_calls(s);
+  if (!parsed.content.empty()) {
+    write_chunk({{"index", s.index},
+                 {"delta", {{"content", parsed.content}}},
+                 {"logprobs", nullptr},
+                 {"finish_reason", nullptr}});
+  }
+  // Each call as OpenAI streams one: its id and name first, then its arguments.
+  for (size_t k = 0; k < parsed.calls.size(); ++k) {
+    const json& c = parsed.calls[k];
+    write_chunk(
+        {{"index", s.index},
+         {"delta",
+          {{"tool_calls",
+            json::array({{{"index", k},
+                          {"id", c["id"]},
+                          {"type", "function"},
+                          {"function", {{"name", c["function"]["name"]}, {"arguments", ""}}}}})}}},
+         {"logprobs", nullptr},
+         {"finish_reason", nullptr}});
+    write_chunk({{"index", s.index},
+                 {"delta",
+                  {{"tool_calls",
+                    json::array({{{"index", k},
+                                  {"function", {{"arguments", c["function"]["arguments"]}}}}})}}},
+                 {"logprobs", nullptr},
+                 {"finish_reason", nullptr}});
+  }
+  write_chunk({{"index", s.index},
+               {"delta", json::object()},
+               {"logprobs", nullptr},
+               {"finish_reason", parsed.calls.empty() ? finish_json(fr) : json("tool_calls")}});
 }
 
 void GenerationJob::write_chunk(json choice) {
@@ -248,12 +314,26 @@ void GenerationJob::complete() {
     for (Sequence& s : seqs_) {
       json c = {
           {"index", s.index}, {"logprobs", nullptr}, {"finish_reason", finish_json(s.finish)}};
-      if (request_.kind == ApiKind::kChat) {
+      if (request_.kind == ApiKind::kChat && tools_active()) {
+        const ParsedOutput parsed = parse_calls(s);
+        c["message"] = {{"role", "assistant"}, {"content", s.text}};
+        if (!parsed.calls.empty()) {
+          c["message"]["content"] = parsed.content.empty() ? json(nullptr) : json(parsed.content);
+          c["message"]["tool_calls"] = parsed.calls;
+          c["finish_reason"] = "tool_calls";
+        }
+      } else if (request_.kind == ApiKind::kChat) {
         c["message"] = {{"role", "assistant"}, {"content", s.text}};
       } else {
         c["text"] = request_.echo ? prompts_[s.prompt].text + s.text : s.text;
       }
-      if (request_.options.logprobs >= 0) c["logprobs"] = logprobs_json(s, s.logprobs);
+      if (request_.options.logprobs >= 0) {
+        c["logprobs"] = logprobs_json(s, s.logprobs);
+        if (!s.prompt_logprobs.is_null()) {
+          append_completion_logprobs(s.prompt_logprobs, c["logprobs"]);
+          c["logprobs"] = std::move(s.prompt_logprobs);
+        }
+      }
       choices.push_back(std::move(c));
     }
     json body = response_json(header_, std::move(choices));

@@ -58,6 +58,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     std::optional<OutputProcessor> processor;
     std::string text;                    // non-streamed: the whole output
     std::vector<TokenLogprob> logprobs;  // non-streamed: all of them
+    nlohmann::json prompt_logprobs;      // echo with logprobs: the prompt's, once they came
     int64_t text_offset = 0;             // completions logprobs: offset of the next token
     int32_t n_prompt = 0, n_cached = 0, n_generated = 0;
     double first_token_s = -1, last_token_s = -1;
@@ -66,6 +67,10 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   };
 
   void on_output(size_t seq, const RequestOutput& o, double t);
+  void echo_prompt(Sequence& s, const RequestOutput& o);
+  bool tools_active() const;
+  ParsedOutput parse_calls(const Sequence& s) const;
+  void end_tool_stream(Sequence& s, FinishReason fr);
   void record_timing(Sequence& s, const RequestOutput& o, double t);
   void emit(Sequence& s, const std::string& text, std::span<const TokenLogprob> lps,
             FinishReason fr);

@@ -39,6 +39,29 @@ json completion_logprobs(const Tokenizer& tok, std::span<const TokenLogprob> lps
           {"text_offset", std::move(offsets)}};
 }
 
+json prompt_logprobs_json(const Tokenizer& tok, std::span<const int32_t> prompt,
+                          std::span<const TokenLogprob> lps, int64_t& text_offset) {
+  json out = {{"tokens", json::array()},
+              {"token_logprobs", json::array()},
+              {"top_logprobs", json::array()},
+              {"text_offset", json::array()}};
+  if (prompt.empty()) return out;
+  const std::string first = tok.token_to_piece(prompt[0]);
+  out["tokens"].push_back(first);
+  out["token_logprobs"].push_back(nullptr);
+  out["top_logprobs"].push_back(nullptr);
+  out["text_offset"].push_back(text_offset);
+  text_offset += static_cast<int64_t>(first.size());
+  append_completion_logprobs(out, completion_logprobs(tok, lps, text_offset));
+  return out;
+}
+
+void append_completion_logprobs(json& a, const json& b) {
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (const json& v : b.at(key)) a[key].push_back(v);
+  }
+}
+
 namespace {
 
 json token_entry(const Tokenizer& tok, int32_t id, float logprob) {

@@ -33,6 +33,13 @@ nlohmann::json finish_json(FinishReason reason);
 // offsets start at `text_offset`, which is advanced past the tokens.
 nlohmann::json completion_logprobs(const Tokenizer& tok, std::span<const TokenLogprob> lps,
                                    int64_t& text_offset);
+// The same for an echoed prompt: one entry per prompt token, the first with null logprobs
+// (nothing predicts it), `lps` scoring tokens 1.. (RequestOutput::prompt_logprobs). The
+// offsets start at 0 and end at `text_offset`.
+nlohmann::json prompt_logprobs_json(const Tokenizer& tok, std::span<const int32_t> prompt,
+                                    std::span<const TokenLogprob> lps, int64_t& text_offset);
+// Appends completions logprobs `b` to `a` (prompt then generated tokens).
+void append_completion_logprobs(nlohmann::json& a, const nlohmann::json& b);
 // Chat logprobs: {content: [{token, logprob, bytes, top_logprobs}]}.
 nlohmann::json chat_logprobs(const Tokenizer& tok, std::span<const TokenLogprob> lps);
 

@@ -34,8 +34,22 @@ std::vector<PreparedPrompt> PromptBuilder::completion_prompts(
   return out;
 }
 
-PreparedPrompt PromptBuilder::chat_prompt(const nlohmann::json& messages,
-                                          bool add_generation_prompt) const {
+PreparedPrompt PromptBuilder::chat_prompt(const nlohmann::json& messages_in,
+                                          bool add_generation_prompt,
+                                          const nlohmann::json& tools) const {
+  nlohmann::json messages = messages_in;
+  const bool with_tools = tools.is_array() && !tools.empty();
+  if (with_tools && template_.source().find("tools") == std::string::npos) {
+    // The template cannot show the tools: say what they are and how to call one.
+    messages.insert(
+        messages.begin(),
+        nlohmann::json::object({{"role", "system"},
+                                {"content",
+                                 "You can call these functions. To call one, answer with only "
+                                 "a JSON object {\"name\": <function name>, \"arguments\": "
+                                 "<arguments object>}.\nFunctions: " +
+                                     tools.dump()}}));
+  }
   chat::RenderOptions ro;
   ro.add_generation_prompt = add_generation_prompt;
   ro.bos_token = bos_text_;
@@ -45,9 +59,13 @@ PreparedPrompt PromptBuilder::chat_prompt(const nlohmann::json& messages,
   ro.deadline_s = limits_.deadline_s;
   PreparedPrompt pp;
   ControlTextGuard guard(tokenizer_);
-  const bool guarded = guard.scan(messages, template_.source());
+  // Tool descriptions are request text too: guarded like the messages.
+  const nlohmann::json both = nlohmann::json::array({messages, with_tools ? tools : nullptr});
+  const bool guarded = guard.scan(both, template_.source());
+  const nlohmann::json& safe = guarded ? guard.protected_messages() : both;
+  if (with_tools) ro.extra["tools"] = safe[1];
   try {
-    pp.text = template_.render(guarded ? guard.protected_messages() : messages, ro);
+    pp.text = template_.render(safe[0], ro);
   } catch (const Error& e) {
     throw ApiError(400, std::string("messages: the chat template failed: ") + e.what(), "messages");
   }

@@ -40,14 +40,17 @@ class PromptBuilder {
   // Renders `messages` (validated role/content objects) and tokenizes the result with
   // special tokens parsed in the template's own text only, never in the messages' (see
   // control_text_guard.h); a template error is a 400 naming `messages`.
-  PreparedPrompt chat_prompt(const nlohmann::json& messages,
-                             bool add_generation_prompt = true) const;
+  // `tools` (an array, or null for none) is the template's `tools` variable; a template
+  // that does not use it gets them described in a system message instead.
+  PreparedPrompt chat_prompt(const nlohmann::json& messages, bool add_generation_prompt = true,
+                             const nlohmann::json& tools = nullptr) const;
   // Plain tokenization for /tokenize.
   std::vector<int32_t> tokenize(const std::string& text, bool add_special,
                                 bool parse_special = false) const;
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const std::string& template_name() const { return template_.name(); }
+  const std::string& template_source() const { return template_.source(); }
 
  private:
   Tokenizer tokenizer_;

@@ -77,6 +77,30 @@ std::string message_content(const json& m, const std::string& where, const std::
   return text;
 }
 
+// An assistant turn's tool_calls, for the template: arguments (a JSON string in the API)
+// become the object templates print with tojson.
+json message_tool_calls(const json& calls, const std::string& where) {
+  const std::string w = where + ".tool_calls";
+  if (!calls.is_array()) throw invalid_field(w, "must be a list");
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const json& c = calls[i];
+    const std::string cw = w + "[" + std::to_string(i) + "]";
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object())
+      throw invalid_field(cw + ".function", "is required (an object)");
+    const json& fn = c["function"];
+    if (!fn.contains("name") || !fn["name"].is_string())
+      throw invalid_field(cw + ".function.name", "is required");
+    json args = fn.value("arguments", json("{}"));
+    if (args.is_string()) args = json::parse(args.get<std::string>(), nullptr, false);
+    if (args.is_discarded()) throw invalid_field(cw + ".function.arguments", "is not valid JSON");
+    out.push_back({{"id", c.value("id", "")},
+                   {"type", "function"},
+                   {"function", {{"name", fn["name"]}, {"arguments", std::move(args)}}}});
+  }
+  return out;
+}
+
 json parse_messages(const JsonFields& f) {
   const json* ms = f.get("messages");
   if (!ms) throw invalid_field("messages", "is required");
@@ -90,12 +114,24 @@ json parse_messages(const JsonFields& f) {
     JsonFields mf(m, where + ".");
     const auto role = mf.string("role");
     if (!role) throw invalid_field(where + ".role", "is required");
-    if (*role != "system" && *role != "user" && *role != "assistant" && *role != "developer") {
-      throw invalid_field(where + ".role", "must be system, developer, user or assistant");
+    if (*role != "system" && *role != "user" && *role != "assistant" && *role != "developer" &&
+        *role != "tool") {
+      throw invalid_field(where + ".role", "must be system, developer, user, assistant or tool");
     }
     // The template sees the roles it knows: "developer" is OpenAI's new name for system.
-    out.push_back({{"role", *role == "developer" ? "system" : *role},
-                   {"content", message_content(m, where, *role)}});
+    json msg = {{"role", *role == "developer" ? "system" : *role},
+                {"content", message_content(m, where, *role)}};
+    if (*role == "tool") {
+      const auto id = mf.string("tool_call_id");
+      if (!id) throw invalid_field(where + ".tool_call_id", "is required for a tool message");
+      msg["tool_call_id"] = *id;
+      if (const auto name = mf.string("name")) msg["name"] = *name;
+    }
+    if (*role == "assistant") {
+      if (const json* calls = mf.get("tool_calls"))
+        msg["tool_calls"] = message_tool_calls(*calls, where);
+    }
+    out.push_back(std::move(msg));
   }
   return out;
 }
@@ -156,6 +192,7 @@ GenerationRequest parse_generation_request(const json& body, ApiKind kind,
     r.parse_special = f.boolean("parse_special").value_or(false);
   } else {
     r.messages = parse_messages(f);
+    r.tools = parse_tools(body);
   }
   r.n = static_cast<int32_t>(f.integer("n", 1, limits.max_n).value_or(1));
   const size_t n_prompts = kind == ApiKind::kCompletion ? r.prompts.size() : 1;
@@ -190,10 +227,8 @@ GenerationRequest parse_generation_request(const json& body, ApiKind kind,
   parse_sampling(f, r.options.sampling);
   r.seed = f.integer_bits("seed");
   parse_logprobs(f, kind, limits, r);
-  if (r.echo && r.options.logprobs >= 0) {
-    throw invalid_field("echo",
-                        "echo with logprobs is not supported (prompt logprobs are not computed)");
-  }
+  // echo with logprobs scores the prompt too (lm-evaluation-harness's log-likelihood).
+  if (r.echo && r.options.logprobs >= 0) r.options.prompt_logprobs = r.options.logprobs;
   r.options.priority =
       static_cast<int32_t>(f.integer("priority", kInt32Min, kInt32Max).value_or(0));
   r.options.cache_salt = f.string("cache_salt").value_or("");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/engine_core.h"
+#include "server/tool_calls.h"
 
 namespace strata::server {
 
@@ -32,7 +33,8 @@ struct GenerationRequest {
   ApiKind kind = ApiKind::kCompletion;
   std::string model;                 // "" when not given
   std::vector<PromptInput> prompts;  // completions
-  nlohmann::json messages;           // chat: validated [{role, content: string}]
+  nlohmann::json messages;           // chat: validated [{role, content: string, ...}]
+  std::optional<ToolSpec> tools;     // chat: tools and tool_choice, when given
   int32_t n = 1;
   bool stream = false;
   bool include_usage = false;     // stream_options.include_usage

@@ -15,6 +15,12 @@ constexpr double kPriorTrials = 2.0;   // weight of the engine-wide rate in a re
 constexpr double kFirstPrior = 0.5;    // the engine-wide rate before any draft
 constexpr double kMinGain = 1.05;      // speculate only for an expected gain of 5% or more
 
+// A grammar-constrained request decodes plain: its mask would need the grammar state
+// after each draft token.
+bool may_speculate(const Request& r, const SpecConfig& c) {
+  return r.options.speculative && !r.constraint && c.method != SpecMethod::kNone;
+}
+
 }  // namespace
 
 CostCurve::CostCurve(int64_t max_size, double prior_slope)
@@ -112,7 +118,7 @@ void SpecController::plan(std::span<Request* const> decoding) {
   int64_t S = 0;
   for (Request* r : decoding) {
     r->spec_k = 0;
-    if (r->options.speculative && config_.method != SpecMethod::kNone) ++S;
+    if (may_speculate(*r, config_)) ++S;
   }
   if (S == 0) return;
   int32_t best = config_.k;
@@ -125,7 +131,7 @@ void SpecController::plan(std::span<Request* const> decoding) {
     for (int32_t k = 1; k <= config_.k; ++k) {
       double tokens = static_cast<double>(B - S);
       for (Request* r : decoding) {
-        if (r->options.speculative) tokens += expected_tokens(acceptance(*r), k);
+        if (may_speculate(*r, config_)) tokens += expected_tokens(acceptance(*r), k);
       }
       const double seconds = verify_.at(B + S * k) + k * draft_pass_.at(S);
       if (seconds > 0.0 && tokens / seconds > best_rate) {
@@ -136,7 +142,7 @@ void SpecController::plan(std::span<Request* const> decoding) {
   }
   last_k_ = best;
   for (Request* r : decoding) {
-    if (!r->options.speculative || config_.method == SpecMethod::kNone) continue;
+    if (!may_speculate(*r, config_)) continue;
     if (best > 0) {
       r->spec_k = best;
       r->spec.steps_since_probe = 0;

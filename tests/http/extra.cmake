@@ -10,3 +10,10 @@ add_test(NAME http_openai_client
                  ${STRATA_NODE_EXECUTABLE} --test openai_client.test.mjs
          WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/node)
 set_tests_properties(http_openai_client PROPERTIES TIMEOUT 300)
+
+# Constrained output (json_schema, tool calls) through the same client, with Ajv validating.
+add_test(NAME http_openai_structured
+         COMMAND ${CMAKE_COMMAND} -E env "STRATA_BIN=$<TARGET_FILE:strata>" "STRATA_SHARED=${STRATA_SHARED_DIR}"
+                 ${STRATA_NODE_EXECUTABLE} --test structured_output.test.mjs
+         WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/node)
+set_tests_properties(http_openai_structured PROPERTIES TIMEOUT 600)

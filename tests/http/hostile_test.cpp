@@ -92,8 +92,16 @@ std::vector<Case> cases() {
     c.push_back({"wrong: " + field + "=" + value, comp, body, 400});
   }
   c.push_back({"no prompt", comp, R"({"max_tokens": 2})", 400});
-  c.push_back(
-      {"echo with logprobs", comp, R"({"prompt": "Hi", "echo": true, "logprobs": 1})", 400});
+  c.push_back({"left-recursive grammar", comp,
+               R"({"prompt": "Hi", "grammar": "root ::= root \"a\" | \"a\""})", 400});
+  c.push_back({"unsupported schema keyword", comp,
+               R"({"prompt": "Hi", "response_format": {"type": "json_schema", "json_schema":
+                   {"name": "x", "schema": {"type": "integer", "minimum": 1}}}})",
+               400});
+  c.push_back({"grammar and response_format", comp,
+               R"({"prompt": "Hi", "grammar": "root ::= \"a\"",
+                   "response_format": {"type": "json_object"}})",
+               400});
   c.push_back({"too many sequences", comp,
                R"({"prompt": ["a","b","c","d","e","f","g","h","i"], "n": 16})", 400});
   c.push_back({"prompt longer than the context", comp,
