@@ -46,13 +46,17 @@ const float* widen_tile(const KvCache& cache, int64_t layer, int32_t block, floa
   const uint8_t* tile = cache.k_tile(layer, block, 0);
   const int64_t n = c.block_size * c.head_dim;
   switch (c.dtype) {
-    case DType::F32: return reinterpret_cast<const float*>(tile);
-    case DType::F16: k.widen_f16(reinterpret_cast<const uint16_t*>(tile), buf, n); return buf;
+    case DType::F32:
+      return reinterpret_cast<const float*>(tile);
+    case DType::F16:
+      k.widen_f16(reinterpret_cast<const uint16_t*>(tile), buf, n);
+      return buf;
     default: {
       const auto* h = reinterpret_cast<const uint16_t*>(tile);
       for (int64_t d = 0; d < c.head_dim; ++d) {
         for (int64_t j = 0; j < c.block_size; ++j)
-          buf[d * c.block_size + j] = bf16_to_fp32(h[kv_layout::bf16_key_index(d, j, c.block_size)]);
+          buf[d * c.block_size + j] =
+              bf16_to_fp32(h[kv_layout::bf16_key_index(d, j, c.block_size)]);
       }
       return buf;
     }
@@ -72,8 +76,8 @@ size_t per_thread_floats(const KvCacheConfig& c, const LatentShape& s) {
          static_cast<size_t>(c.block_size) * H;
 }
 
-ThreadBuffers thread_buffers(LatentScratch& scratch, const KvCacheConfig& c,
-                             const LatentShape& s, int tid) {
+ThreadBuffers thread_buffers(LatentScratch& scratch, const KvCacheConfig& c, const LatentShape& s,
+                             int tid) {
   const auto H = static_cast<size_t>(s.n_heads);
   float* p = scratch.thread_.data() + static_cast<size_t>(tid) * per_thread_floats(c, s);
   ThreadBuffers b;
@@ -186,7 +190,9 @@ void latent_attention(const KvCache& cache, int64_t layer, const ForwardBatch& b
   const auto seq_of = [&](int64_t t) -> const SequenceView& {
     return b.seqs[static_cast<size_t>(b.seq_index[static_cast<size_t>(t)])];
   };
-  const auto pos_of = [&](int64_t t) { return static_cast<int64_t>(b.positions[static_cast<size_t>(t)]); };
+  const auto pos_of = [&](int64_t t) {
+    return static_cast<int64_t>(b.positions[static_cast<size_t>(t)]);
+  };
 
   if (T >= pool.size()) {
     // Many tokens: one thread per token, its chunks folded and merged in order.

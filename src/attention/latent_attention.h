@@ -31,8 +31,8 @@ void write_latent_row(KvCache& cache, int64_t layer, const KvSlot& at, const flo
 // Per-thread buffers and the partial softmax states of a pass; grown, never shrunk.
 class LatentScratch {
  public:
-  std::vector<float> thread_;   // (n_threads, per-thread floats)
-  std::vector<float> partial_;  // (chunks, n_heads*(kv_lora_rank+2))
+  std::vector<float> thread_;         // (n_threads, per-thread floats)
+  std::vector<float> partial_;        // (chunks, n_heads*(kv_lora_rank+2))
   std::vector<int64_t> chunk_begin_;  // (n_tokens + 1) first chunk of each token
 };
 

@@ -37,8 +37,8 @@ void MlaAttention::reserve(const ModelConfig& c, int64_t T) {
 }
 
 // The query (q LoRA with its norm, or attn_q) and [c_kv, k_pe] of every token.
-void MlaAttention::project(const ModelConfig& c, const LayerWeights& w, const float* xb,
-                           int64_t T, ThreadPool& pool, std::vector<uint8_t>& scratch) {
+void MlaAttention::project(const ModelConfig& c, const LayerWeights& w, const float* xb, int64_t T,
+                           ThreadPool& pool, std::vector<uint8_t>& scratch) {
   const MlaConfig& m = c.mla;
   const MlaWeights& a = w.mla;
   const int64_t q_rows = c.n_heads * (m.qk_nope_dim + c.rope_dim);
@@ -87,7 +87,8 @@ void MlaAttention::forward(const ModelConfig& c, const LayerWeights& w, int64_t 
     const float* cs = rope_cos + t * (R / 2);
     const float* sn = rope_sin + t * (R / 2);
     float* q = q_.data() + t * H * q_head;
-    for (int64_t h = 0; h < H; ++h) kernels::rope(q + h * q_head + m.qk_nope_dim, 1, R, R, cs, sn, neox);
+    for (int64_t h = 0; h < H; ++h)
+      kernels::rope(q + h * q_head + m.qk_nope_dim, 1, R, R, cs, sn, neox);
     float* kv = kv_a_.data() + t * row;
     kernels::rope(kv + L, 1, R, R, cs, sn, neox);
     write_latent_row(cache, layer, slots_[static_cast<size_t>(t)], kv);

@@ -43,9 +43,10 @@ class MlaAttention {
   std::vector<float> kv_a_;   // (T, kv_lora_rank+rope) [c_kv, k_pe]
   std::vector<float> q_lat_;  // (T, n_heads, kv_lora_rank+rope) absorbed queries
   std::vector<float> o_lat_;  // (T, n_heads, kv_lora_rank) attention in latent space
-  std::vector<float> head_in_, head_out_;  // (T, max(nope, kv_lora_rank)), (T, max(kv_lora_rank, v))
-  std::vector<float> values_;              // (T, n_heads*v_head_dim)
-  std::vector<KvSlot> slots_;              // (T)
+  std::vector<float> head_in_,
+      head_out_;               // (T, max(nope, kv_lora_rank)), (T, max(kv_lora_rank, v))
+  std::vector<float> values_;  // (T, n_heads*v_head_dim)
+  std::vector<KvSlot> slots_;  // (T)
   LatentScratch latent_;
 };
 

@@ -104,9 +104,8 @@ void MoeFfn::route(const ModelConfig& c, const MoeWeights& w, const float* x, in
     route_token(m, logits_.data() + t * m.n_experts, bias, probs_.data(), ch);
     // Ascending expert id: the order every path adds the experts' outputs in, so a
     // token's sum does not depend on the path or on the other tokens of the batch.
-    std::sort(ch, ch + k, [](const ExpertChoice& a, const ExpertChoice& b) {
-      return a.expert < b.expert;
-    });
+    std::sort(ch, ch + k,
+              [](const ExpertChoice& a, const ExpertChoice& b) { return a.expert < b.expert; });
   }
   std::fill(expert_begin_.begin(), expert_begin_.end(), 0);
   for (int64_t i = 0; i < T * k; ++i) ++expert_begin_[static_cast<size_t>(choices_[i].expert + 1)];
@@ -139,8 +138,8 @@ void MoeFfn::run_expert(const ModelConfig& c, const MoeWeights& w, int64_t e, co
                                         {w.up.type, w.up.matrix_data(e), ff, up_.data()}};
   kernels::matmul_shared_input(gate_up, c.dim, xe_.data(), n, pool, scratch);
   kernels::swiglu(gate_.data(), up_.data(), n * ff);
-  kernels::matmul(w.down.type, w.down.matrix_data(e), c.dim, ff, gate_.data(), n, ye_.data(),
-                  pool, scratch);
+  kernels::matmul(w.down.type, w.down.matrix_data(e), c.dim, ff, gate_.data(), n, ye_.data(), pool,
+                  scratch);
   for (int64_t i = 0; i < n; ++i) {
     const int32_t choice = routed_[static_cast<size_t>(begin + i)];
     const float wt = choices_[static_cast<size_t>(choice)].weight;
@@ -164,8 +163,7 @@ void MoeFfn::run_decode(const ModelConfig& c, const MoeWeights& w, const float* 
     float* g = gate_.data() + j * ff;
     float* u = up_.data() + j * ff;
     if (n_jobs + 2 > kMaxJobs) {
-      kernels::matmul_shared_input({jobs, static_cast<size_t>(n_jobs)}, c.dim, x, 1, pool,
-                                   scratch);
+      kernels::matmul_shared_input({jobs, static_cast<size_t>(n_jobs)}, c.dim, x, 1, pool, scratch);
       n_jobs = 0;
     }
     jobs[n_jobs++] = {w.gate.type, w.gate.matrix_data(e), ff, g};
@@ -202,7 +200,8 @@ void MoeFfn::run_shared(const ModelConfig& c, const MoeWeights& w, const float* 
     float scale = 1.0f;
     if (!w.shared_gate_inp.empty()) {
       float dot = 0.0f;
-      for (int64_t d = 0; d < c.dim; ++d) dot += w.shared_gate_inp[static_cast<size_t>(d)] * x[t * c.dim + d];
+      for (int64_t d = 0; d < c.dim; ++d)
+        dot += w.shared_gate_inp[static_cast<size_t>(d)] * x[t * c.dim + d];
       scale = 1.0f / (1.0f + std::exp(-dot));
     }
     for (int64_t d = 0; d < c.dim; ++d) out[t * c.dim + d] += scale * y[t * c.dim + d];

@@ -63,22 +63,22 @@ class MoeFfn {
   void reserve(const ModelConfig& config, int64_t n_tokens);
   void route(const ModelConfig& config, const MoeWeights& w, const float* x, int64_t n_tokens,
              ThreadPool& pool, std::vector<uint8_t>& scratch);
-  void run_expert(const ModelConfig& config, const MoeWeights& w, int64_t expert,
-                  const float* x, float* out, ThreadPool& pool, std::vector<uint8_t>& scratch);
+  void run_expert(const ModelConfig& config, const MoeWeights& w, int64_t expert, const float* x,
+                  float* out, ThreadPool& pool, std::vector<uint8_t>& scratch);
   void run_decode(const ModelConfig& config, const MoeWeights& w, const float* x, float* out,
                   ThreadPool& pool, std::vector<uint8_t>& scratch);
-  void run_shared(const ModelConfig& config, const MoeWeights& w, const float* x,
-                  int64_t n_tokens, float* out, ThreadPool& pool, std::vector<uint8_t>& scratch);
+  void run_shared(const ModelConfig& config, const MoeWeights& w, const float* x, int64_t n_tokens,
+                  float* out, ThreadPool& pool, std::vector<uint8_t>& scratch);
 
   int64_t capacity_ = 0;
-  std::vector<float> logits_;                // (T, n_experts) router logits
-  std::vector<float> probs_;                 // (n_experts) route_token scratch
-  std::vector<ExpertChoice> choices_;        // (T, k)
-  std::vector<int32_t> expert_begin_;        // (n_experts + 1) offsets into routed_
-  std::vector<int32_t> routed_;              // (T * k) choice indices t*k+j grouped by expert
-  std::vector<float> xe_;                    // (T, dim) inputs of one expert's tokens
-  std::vector<float> gate_, up_;             // (T, expert_ffn) or (k, expert_ffn) at decode
-  std::vector<float> ye_;                    // (T, dim) one expert's outputs
+  std::vector<float> logits_;                   // (T, n_experts) router logits
+  std::vector<float> probs_;                    // (n_experts) route_token scratch
+  std::vector<ExpertChoice> choices_;           // (T, k)
+  std::vector<int32_t> expert_begin_;           // (n_experts + 1) offsets into routed_
+  std::vector<int32_t> routed_;                 // (T * k) choice indices t*k+j grouped by expert
+  std::vector<float> xe_;                       // (T, dim) inputs of one expert's tokens
+  std::vector<float> gate_, up_;                // (T, expert_ffn) or (k, expert_ffn) at decode
+  std::vector<float> ye_;                       // (T, dim) one expert's outputs
   std::vector<float> shared_gate_, shared_up_;  // (T, shared_ffn)
 };
 

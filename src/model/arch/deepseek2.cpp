@@ -6,8 +6,14 @@
 namespace strata {
 
 const ArchSpec& deepseek2_arch() {
-  static constexpr ArchSpec spec{"deepseek2", RopeLayout::kInterleaved, false, false,
-                                 ArchSpec::Experts::kRequired, false, false, true};
+  static constexpr ArchSpec spec{"deepseek2",
+                                 RopeLayout::kInterleaved,
+                                 false,
+                                 false,
+                                 ArchSpec::Experts::kRequired,
+                                 false,
+                                 false,
+                                 true};
   return spec;
 }
 

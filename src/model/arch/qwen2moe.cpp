@@ -6,8 +6,8 @@
 namespace strata {
 
 const ArchSpec& qwen2moe_arch() {
-  static constexpr ArchSpec spec{"qwen2moe", RopeLayout::kNeox, true, false,
-                                 ArchSpec::Experts::kRequired, false, true};
+  static constexpr ArchSpec spec{
+      "qwen2moe", RopeLayout::kNeox, true, false, ArchSpec::Experts::kRequired, false, true};
   return spec;
 }
 

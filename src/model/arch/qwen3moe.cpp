@@ -5,8 +5,8 @@
 namespace strata {
 
 const ArchSpec& qwen3moe_arch() {
-  static constexpr ArchSpec spec{"qwen3moe", RopeLayout::kNeox, false, true,
-                                 ArchSpec::Experts::kRequired, true};
+  static constexpr ArchSpec spec{
+      "qwen3moe", RopeLayout::kNeox, false, true, ArchSpec::Experts::kRequired, true};
   return spec;
 }
 
