@@ -94,6 +94,9 @@ struct EngineMetrics {
   KvUsage kv_stream;              // the streaming heads' pool (sparse attention)
   uint64_t kv_bytes_in_use = 0;   // K/V bytes in blocks held by sequences, both pools
   int64_t kv_context_tokens = 0;  // tokens in the KV of live sequences
+  // Mixture-of-experts models: max / mean of the tokens routed to each expert since start,
+  // in the most uneven layer (1 = even; 0 = dense model or no token yet).
+  double moe_expert_load_imbalance = 0.0;
 };
 
 }  // namespace strata

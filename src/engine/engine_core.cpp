@@ -220,6 +220,7 @@ EngineMetrics EngineCore::metrics() const {
       static_cast<uint64_t>(m.kv.used) * bs * runner_.cache().full_bytes_per_token() +
       static_cast<uint64_t>(m.kv_stream.used) * bs * runner_.cache().stream_bytes_per_token();
   m.kv_context_tokens = scheduler_.kv_context_tokens();
+  m.moe_expert_load_imbalance = runner_.model().expert_load().max_imbalance();
   return m;
 }
 

@@ -380,6 +380,10 @@ void Model::moe_block(int64_t layer, int64_t T, ThreadPool& pool) {
   }
   moe_.forward(c, L.moe, layer, xb_.data(), T, moe_out_.data(), pool, matmul_scratch_,
                expert_load_);
+  if (tracer_) {
+    const StepExpertLoad load = moe_.last_step_load();
+    span.arg("experts_used", load.experts_used).arg("max_expert_tokens", load.max_tokens);
+  }
   span.end();
   for (int64_t i = 0; i < T * c.dim; ++i)
     x_[static_cast<size_t>(i)] += moe_out_[static_cast<size_t>(i)];

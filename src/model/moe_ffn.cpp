@@ -68,6 +68,16 @@ double ExpertLoad::max_imbalance() const {
   return worst;
 }
 
+StepExpertLoad MoeFfn::last_step_load() const {
+  StepExpertLoad s;
+  for (size_t e = 0; e + 1 < expert_begin_.size(); ++e) {
+    const int64_t n = expert_begin_[e + 1] - expert_begin_[e];
+    s.experts_used += n > 0;
+    s.max_tokens = std::max(s.max_tokens, n);
+  }
+  return s;
+}
+
 void MoeFfn::reserve(const ModelConfig& c, int64_t T) {
   const MoeConfig& m = c.moe;
   if (probs_.empty()) {

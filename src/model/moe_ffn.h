@@ -50,8 +50,16 @@ class ExpertLoad {
   std::vector<int64_t> counts_;  // (n_layers, n_experts)
 };
 
+// How the last forward() spread its tokens: distinct experts used, and the most tokens
+// any one of them took.
+struct StepExpertLoad {
+  int64_t experts_used = 0;
+  int64_t max_tokens = 0;
+};
+
 class MoeFfn {
  public:
+  StepExpertLoad last_step_load() const;
   // out (T, dim) = the layer's MoE output for the normed inputs x (T, dim).
   // `scratch` is the model's matmul conversion buffer. Buffers grow to the largest
   // batch and are reused, so a steady decode loop does not allocate.

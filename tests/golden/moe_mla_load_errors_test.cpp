@@ -56,9 +56,9 @@ std::string load_error(const std::string& path) {
 }
 
 TEST(MoeLoadErrors, ExpertCountZero) {
-  const std::string p = edited(make("qwen3moe-tiny"), "count0",
-                               [](auto& w) { w.set_u32("qwen3moe.expert_count", 0); },
-                               {"qwen3moe.expert_count"});
+  const std::string p =
+      edited(make("qwen3moe-tiny"), "count0",
+             [](auto& w) { w.set_u32("qwen3moe.expert_count", 0); }, {"qwen3moe.expert_count"});
   const std::string e = load_error(p);
   EXPECT_NE(e.find("qwen3moe.expert_count = 0 is out of range"), std::string::npos) << e;
 }
@@ -73,8 +73,8 @@ TEST(MoeLoadErrors, TopKAboveExpertCount) {
 }
 
 TEST(MoeLoadErrors, MoeArchitectureWithoutExperts) {
-  const std::string p = edited(make("qwen3moe-tiny"), "nocount", [](auto&) {},
-                               {"qwen3moe.expert_count"});
+  const std::string p =
+      edited(make("qwen3moe-tiny"), "nocount", [](auto&) {}, {"qwen3moe.expert_count"});
   const std::string e = load_error(p);
   EXPECT_NE(e.find("qwen3moe.expert_count"), std::string::npos) << e;
 }
@@ -84,10 +84,12 @@ TEST(MoeLoadErrors, MoeArchitectureWithoutExperts) {
 TEST(MoeLoadErrors, ExpertTensorThirdDimensionDisagrees) {
   const std::string name = "blk.1.ffn_up_exps.weight";
   std::vector<float> four(static_cast<size_t>(128 * 64 * 4), 0.01f);
-  const std::string p = edited(
-      make("qwen3moe-tiny"), "dim3",
-      [&](auto& w) { w.add_tensor(name, DType::F32, {128, 64, 4}, four.data(), four.size() * 4); },
-      {}, {name});
+  const std::string p =
+      edited(make("qwen3moe-tiny"), "dim3",
+             [&](auto& w) {
+               w.add_tensor(name, DType::F32, {128, 64, 4}, four.data(), four.size() * 4);
+             },
+             {}, {name});
   const std::string e = load_error(p);
   EXPECT_NE(e.find("tensor '" + name + "' has shape [128, 64, 4], expected [128, 64, 8]"),
             std::string::npos)
@@ -96,9 +98,10 @@ TEST(MoeLoadErrors, ExpertTensorThirdDimensionDisagrees) {
 }
 
 TEST(MoeLoadErrors, ExpertFfnLengthDisagreesWithTensors) {
-  const std::string p = edited(make("qwen3moe-tiny"), "ffn",
-                               [](auto& w) { w.set_u32("qwen3moe.expert_feed_forward_length", 32); },
-                               {"qwen3moe.expert_feed_forward_length"});
+  const std::string p =
+      edited(make("qwen3moe-tiny"), "ffn",
+             [](auto& w) { w.set_u32("qwen3moe.expert_feed_forward_length", 32); },
+             {"qwen3moe.expert_feed_forward_length"});
   const std::string e = load_error(p);
   EXPECT_NE(e.find("tensor 'blk.0.ffn_gate_exps.weight' has shape [128, 64, 8]"), std::string::npos)
       << e;
