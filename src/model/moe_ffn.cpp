@@ -159,17 +159,19 @@ void MoeFfn::run_expert(const ModelConfig& c, const MoeWeights& w, int64_t e, co
   }
 }
 
-// One token: its k experts' gate and up matrices share the input, so they go as one
-// dispatch of 2k matmuls; then the k down projections. The sums are run_expert's.
-void MoeFfn::run_decode(const ModelConfig& c, const MoeWeights& w, const float* x, float* out,
-                        ThreadPool& pool, std::vector<uint8_t>& scratch) {
+// Token t alone (x and out are its rows): its k experts' gate and up matrices share the
+// input, so they go as one dispatch of 2k matmuls; then the k down projections. The sums
+// are run_expert's.
+void MoeFfn::run_token(const ModelConfig& c, const MoeWeights& w, int64_t t, const float* x,
+                       float* out, ThreadPool& pool, std::vector<uint8_t>& scratch) {
   const MoeConfig& m = c.moe;
   const int64_t k = m.n_experts_used, ff = m.expert_ffn_dim;
-  constexpr int64_t kMaxJobs = 64;
+  const ExpertChoice* choices = choices_.data() + t * k;
+  constexpr auto kMaxJobs = static_cast<int64_t>(kernels::kMaxSharedInputJobs);
   kernels::MatmulJob jobs[kMaxJobs];
   int64_t n_jobs = 0;
   for (int64_t j = 0; j < k; ++j) {
-    const int32_t e = choices_[static_cast<size_t>(j)].expert;
+    const int32_t e = choices[j].expert;
     float* g = gate_.data() + j * ff;
     float* u = up_.data() + j * ff;
     if (n_jobs + 2 > kMaxJobs) {
@@ -182,12 +184,12 @@ void MoeFfn::run_decode(const ModelConfig& c, const MoeWeights& w, const float* 
   kernels::matmul_shared_input({jobs, static_cast<size_t>(n_jobs)}, c.dim, x, 1, pool, scratch);
   kernels::swiglu(gate_.data(), up_.data(), k * ff);
   for (int64_t j = 0; j < k; ++j) {
-    const int32_t e = choices_[static_cast<size_t>(j)].expert;
+    const int32_t e = choices[j].expert;
     kernels::matmul(w.down.type, w.down.matrix_data(e), c.dim, ff, gate_.data() + j * ff, 1,
                     ye_.data() + j * c.dim, pool, scratch);
   }
   for (int64_t j = 0; j < k; ++j) {
-    const float wt = choices_[static_cast<size_t>(j)].weight;
+    const float wt = choices[j].weight;
     const float* y = ye_.data() + j * c.dim;
     for (int64_t d = 0; d < c.dim; ++d) out[d] += wt * y[d];
   }
@@ -225,7 +227,7 @@ void MoeFfn::forward(const ModelConfig& c, const MoeWeights& w, int64_t layer, c
   route(c, w, x, T, pool, scratch);
   std::fill_n(out, T * c.dim, 0.0f);
   if (T == 1) {
-    run_decode(c, w, x, out, pool, scratch);
+    run_token(c, w, 0, x, out, pool, scratch);
   } else {
     for (int64_t e = 0; e < c.moe.n_experts; ++e) {
       if (expert_begin_[static_cast<size_t>(e + 1)] > expert_begin_[static_cast<size_t>(e)])

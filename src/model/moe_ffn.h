@@ -73,8 +73,8 @@ class MoeFfn {
              ThreadPool& pool, std::vector<uint8_t>& scratch);
   void run_expert(const ModelConfig& config, const MoeWeights& w, int64_t expert, const float* x,
                   float* out, ThreadPool& pool, std::vector<uint8_t>& scratch);
-  void run_decode(const ModelConfig& config, const MoeWeights& w, const float* x, float* out,
-                  ThreadPool& pool, std::vector<uint8_t>& scratch);
+  void run_token(const ModelConfig& config, const MoeWeights& w, int64_t t, const float* x,
+                 float* out, ThreadPool& pool, std::vector<uint8_t>& scratch);
   void run_shared(const ModelConfig& config, const MoeWeights& w, const float* x, int64_t n_tokens,
                   float* out, ThreadPool& pool, std::vector<uint8_t>& scratch);
 

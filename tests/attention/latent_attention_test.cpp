@@ -1,12 +1,13 @@
 // Latent (MLA) attention against a naive softmax over the same rows, on every cache
 // element type, across several 256-position chunks; and the same bits whatever the
 // thread count or the rest of the batch.
+#include "attention/latent_attention.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "attention/latent_attention.h"
 #include "core/error.h"
 #include "core/fp16.h"
 
@@ -34,7 +35,8 @@ struct Fixture {
     std::mt19937 rng(7);
     std::normal_distribution<float> normal;
     // Blocks in reverse order, so the table is what attention follows.
-    for (int64_t b = 0; b < kc.n_blocks - 1; ++b) table.push_back(static_cast<int32_t>(kc.n_blocks - 1 - b));
+    for (int64_t b = 0; b < kc.n_blocks - 1; ++b)
+      table.push_back(static_cast<int32_t>(kc.n_blocks - 1 - b));
     for (int64_t p = 0; p < n_pos; ++p) {
       std::vector<float> r(static_cast<size_t>(shape.row()));
       for (auto& x : r) {
@@ -58,7 +60,9 @@ struct Fixture {
       std::vector<double> s(static_cast<size_t>(pos + 1));
       for (int64_t j = 0; j <= pos; ++j) {
         double d = 0;
-        for (int64_t i = 0; i < shape.row(); ++i) d += static_cast<double>(q[h * shape.row() + i]) * rows[static_cast<size_t>(j)][static_cast<size_t>(i)];
+        for (int64_t i = 0; i < shape.row(); ++i)
+          d += static_cast<double>(q[h * shape.row() + i]) *
+               rows[static_cast<size_t>(j)][static_cast<size_t>(i)];
         s[static_cast<size_t>(j)] = d * shape.scale;
       }
       const double m = *std::max_element(s.begin(), s.end());
@@ -66,7 +70,8 @@ struct Fixture {
       for (auto& x : s) sum += (x = std::exp(x - m));
       for (int64_t i = 0; i < L; ++i) {
         double o = 0;
-        for (int64_t j = 0; j <= pos; ++j) o += s[static_cast<size_t>(j)] * rows[static_cast<size_t>(j)][static_cast<size_t>(i)];
+        for (int64_t j = 0; j <= pos; ++j)
+          o += s[static_cast<size_t>(j)] * rows[static_cast<size_t>(j)][static_cast<size_t>(i)];
         out[static_cast<size_t>(h * L + i)] = static_cast<float>(o / sum);
       }
     }
@@ -82,7 +87,8 @@ std::vector<float> run(const Fixture& f, const std::vector<int32_t>& positions,
   const std::vector<int32_t> tokens(positions.size(), 0), seq(positions.size(), 0);
   const SequenceView view{f.table, static_cast<int32_t>(f.rows.size()), {}};
   const ForwardBatch b{tokens, positions, seq, {&view, 1}, {}};
-  std::vector<float> out(positions.size() * static_cast<size_t>(f.shape.n_heads * f.shape.kv_lora_rank));
+  std::vector<float> out(positions.size() *
+                         static_cast<size_t>(f.shape.n_heads * f.shape.kv_lora_rank));
   latent_attention(*f.cache, 1, b, f.shape, q.data(), out.data(), pool, scratch);
   return out;
 }
@@ -104,9 +110,11 @@ TEST_P(LatentAttention, MatchesNaiveSoftmaxAcrossChunks) {
   const auto got = run(f, positions, q, 2);
   const size_t per = static_cast<size_t>(f.shape.n_heads * f.shape.kv_lora_rank);
   for (size_t t = 0; t < positions.size(); ++t) {
-    const auto want = f.naive(q.data() + t * static_cast<size_t>(f.shape.n_heads * f.shape.row()), positions[t]);
+    const auto want =
+        f.naive(q.data() + t * static_cast<size_t>(f.shape.n_heads * f.shape.row()), positions[t]);
     for (size_t i = 0; i < per; ++i)
-      ASSERT_NEAR(got[t * per + i], want[i], 2e-5) << "position " << positions[t] << " element " << i;
+      ASSERT_NEAR(got[t * per + i], want[i], 2e-5)
+          << "position " << positions[t] << " element " << i;
   }
 }
 
