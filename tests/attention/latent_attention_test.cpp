@@ -17,7 +17,7 @@ namespace {
 constexpr int64_t kBlock = 16;
 
 struct Fixture {
-  LatentShape shape{4, 64, 16, 0.1f};
+  LatentShape shape{12, 64, 16, 0.1f};  // one 8-head block and a 4-head tail
   KvCacheConfig kc;
   std::vector<std::vector<float>> rows;  // [position] as stored (rounded to the cache type)
   std::unique_ptr<KvCache> cache;

@@ -95,7 +95,8 @@ TEST(MlaEngine, PrefixHitsAndBatchingGiveTheSameTokens) {
   for (int step = 0; step < 100 && (got.size() < 12 || got_other.size() < 12); ++step) {
     for (const auto& o : engine.step()) {
       auto& dst = o.id == again ? got : got_other;
-      if (o.id == again || o.id == other) dst.insert(dst.end(), o.new_tokens.begin(), o.new_tokens.end());
+      if (o.id == again || o.id == other)
+        dst.insert(dst.end(), o.new_tokens.begin(), o.new_tokens.end());
     }
   }
   EXPECT_GE(engine.metrics().prefix_hits_tokens - hits_before, 288);
