@@ -131,7 +131,7 @@ class BenchRunner {
               const int32_t block = table[i];
               if (block < 0) continue;
               randomize(cache.k_tile(l, block, h));
-              randomize(cache.v_tile(l, block, h));
+              if (!kc.latent) randomize(cache.v_tile(l, block, h));  // MLA: K tiles only
             }
           }
         }
@@ -299,6 +299,15 @@ void bench_model(const BenchModelFlags& f) {
     }
   }
   if (f.output == "json") std::printf("%s\n", results.dump(2).c_str());
+  const ExpertLoad& load = model->expert_load();
+  if (f.output != "json" && load.n_layers() > 0) {
+    // Random tokens route unevenly too: the figure uneven serving traffic is compared to.
+    std::printf("\nexpert load, max/mean tokens per expert by layer (worst %.2f):",
+                load.max_imbalance());
+    for (int64_t l = 0; l < load.n_layers(); ++l)
+      if (load.layer_imbalance(l) > 0) std::printf(" %.2f", load.layer_imbalance(l));
+    std::printf("\n");
+  }
   trace.write();
 }
 

@@ -54,9 +54,48 @@ void register_info(CLI::App& app) {
     std::printf("weights:        %.2f MiB (%.2f MiB read per token)\n",
                 static_cast<double>(bytes) / (1 << 20),
                 static_cast<double>(model->weight_bytes_per_token()) / (1 << 20));
-    std::printf("kv per token:   %lld bytes (f32), %lld bytes (f16)\n",
-                static_cast<long long>(2 * c.n_layers * c.n_kv_heads * c.head_dim * 4),
-                static_cast<long long>(2 * c.n_layers * c.n_kv_heads * c.head_dim * 2));
+    if (c.moe.enabled()) {
+      const auto& m = c.moe;
+      std::printf("experts:        %lld, %lld used per token, ffn %lld",
+                  static_cast<long long>(m.n_experts), static_cast<long long>(m.n_experts_used),
+                  static_cast<long long>(m.expert_ffn_dim));
+      if (m.shared_ffn_dim > 0)
+        std::printf(", shared ffn %lld%s", static_cast<long long>(m.shared_ffn_dim),
+                    m.shared_expert_gate ? " (gated)" : "");
+      if (m.n_dense_lead > 0)
+        std::printf(", first %lld layers dense", static_cast<long long>(m.n_dense_lead));
+      std::printf("\n");
+      std::printf("routing:        %s, top-%lld%s, scale %g\n",
+                  m.gating == ExpertGating::kSoftmax ? "softmax" : "sigmoid",
+                  static_cast<long long>(m.n_experts_used), m.norm_weights ? " renormalised" : "",
+                  m.weights_scale);
+    }
+    std::printf("active params:  %.3f M per token (embedding row excluded)\n",
+                model->active_params_per_token() / 1e6);
+    if (c.mla.enabled()) {
+      const auto& m = c.mla;
+      std::printf(
+          "attention:      MLA, kv_lora_rank %lld, q_lora_rank %lld, nope %lld, rope %lld, v "
+          "%lld%s\n",
+          static_cast<long long>(m.kv_lora_rank), static_cast<long long>(m.q_lora_rank),
+          static_cast<long long>(m.qk_nope_dim), static_cast<long long>(c.rope_dim),
+          static_cast<long long>(m.v_head_dim), m.split_kv_b ? "" : " (fused attn_kv_b)");
+      std::printf(
+          "kv per token:   %zu bytes (f32), %zu bytes (f16/bf16): (kv_lora_rank + rope) x layers x "
+          "element; "
+          "per-head K/V would take %lld bytes (f16)\n",
+          model->kv_bytes_per_token(4), model->kv_bytes_per_token(2),
+          static_cast<long long>(c.n_layers * c.n_heads *
+                                 (m.qk_nope_dim + c.rope_dim + m.v_head_dim) * 2));
+    } else {
+      std::printf("kv per token:   %zu bytes (f32), %zu bytes (f16)\n",
+                  model->kv_bytes_per_token(4), model->kv_bytes_per_token(2));
+    }
+    if (c.yarn.factor > 0.0f) {
+      std::printf("rope scaling:   yarn, factor %g, original context %lld, mscale_all_dim %g\n",
+                  c.yarn.factor, static_cast<long long>(c.yarn.original_context),
+                  c.yarn.log_multiplier);
+    }
     if (sparse->enabled()) {
       // Per sequence: full heads keep every token; streaming heads keep their sink
       // blocks and the blocks covering the window (16-token blocks, as the engine uses).

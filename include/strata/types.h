@@ -116,6 +116,9 @@ struct EngineMetrics {
   // speculated (each verified >= 1 draft token) or ran plain.
   int64_t spec_drafted_tokens = 0, spec_accepted_tokens = 0;
   int64_t spec_decode_steps = 0, plain_decode_steps = 0;
+  // Mixture-of-experts models: max / mean of the tokens routed to each expert since start,
+  // in the most uneven layer (1 = even; 0 = dense model or no token yet).
+  double moe_expert_load_imbalance = 0.0;
 };
 
 }  // namespace strata

@@ -69,7 +69,9 @@ DType classifier_type(DType target) {
 }
 
 DType choose_tensor_type(const std::vector<int64_t>& ne, DType target, bool is_classifier) {
-  if (ne.size() != 2) return DType::F32;
+  // Matrices and stacks of them (MoE experts, MLA's per-head k_b/v_b) are quantized by
+  // row; vectors (norms, biases) stay f32.
+  if (ne.size() != 2 && ne.size() != 3) return DType::F32;
   const DType want = is_classifier ? classifier_type(target) : target;
   if (ne[0] % dtype_info(want).block_size == 0) return want;
   if (ne[0] % dtype_info(DType::Q8_0).block_size == 0 && want != DType::F32 && want != DType::F16 &&

@@ -308,6 +308,7 @@ EngineMetrics EngineCore::metrics() const {
   m.spec_accepted_tokens = scheduler_.stats().spec_accepted;
   m.spec_decode_steps = scheduler_.stats().spec_steps;
   m.plain_decode_steps = scheduler_.stats().plain_steps;
+  m.moe_expert_load_imbalance = runner_.model().expert_load().max_imbalance();
   return m;
 }
 

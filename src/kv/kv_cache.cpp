@@ -34,6 +34,9 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
       throw Error("kv cache: streaming heads need a stream pool (n_stream_blocks > 0)");
     }
   }
+  if (config.latent && (!m.dense() || config.n_kv_heads != 1)) {
+    throw Error("kv cache: a latent (MLA) cache has one row per layer and dense modes");
+  }
   const int64_t n_blocks[2] = {config.n_blocks, config.n_stream_blocks};
   head_index_.resize(static_cast<size_t>(config.n_layers * config.n_kv_heads));
   for (int p = 0; p < 2; ++p) {
@@ -64,19 +67,21 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
     // anyway); on huge pages, since attention reads it one 4 KiB tile at a time from all
     // over the pool.
     k_[p] = HugePageBuffer(static_cast<size_t>(*bytes));
-    v_[p] = HugePageBuffer(static_cast<size_t>(*bytes));
+    if (!config.latent) v_[p] = HugePageBuffer(static_cast<size_t>(*bytes));
   }
 }
 
 size_t KvCache::bytes_per_token() const {
-  return static_cast<size_t>(2 * config_.n_layers * config_.n_kv_heads * config_.head_dim) *
+  const int64_t parts = config_.latent ? 1 : 2;
+  return static_cast<size_t>(parts * config_.n_layers * config_.n_kv_heads * config_.head_dim) *
          element_size_;
 }
 
 size_t KvCache::pool_bytes_per_token(int p) const {
   int64_t heads = 0;
   for (int64_t l = 0; l < config_.n_layers; ++l) heads += layer_heads_[p][static_cast<size_t>(l)];
-  return static_cast<size_t>(2 * heads * config_.head_dim) * element_size_;
+  const int64_t parts = config_.latent ? 1 : 2;
+  return static_cast<size_t>(parts * heads * config_.head_dim) * element_size_;
 }
 
 }  // namespace strata

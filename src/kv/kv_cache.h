@@ -26,6 +26,10 @@ struct KvCacheConfig {
   // Dense modes (the default) leave the second pool empty and the layout unchanged.
   HeadModes modes;
   int64_t n_stream_blocks = 0;
+  // Multi-latent attention: each layer caches one row per token (n_kv_heads = 1, head_dim
+  // = kv_lora_rank + rope dims) in the K tiles, which serve as keys and (their first
+  // kv_lora_rank dims) as values; there is no V pool. Needs dense modes.
+  bool latent = false;
 };
 
 class KvCache {
@@ -34,7 +38,8 @@ class KvCache {
 
   const KvCacheConfig& config() const { return config_; }
   size_t element_size() const { return element_size_; }
-  // Bytes of K plus V for one token across all layers and heads (dense).
+  // Bytes of K plus V (the latent row with MLA) for one token across all layers and heads
+  // (dense).
   size_t bytes_per_token() const;
   // Bytes of K plus V for one token in each pool (full heads; streaming heads).
   size_t full_bytes_per_token() const { return pool_bytes_per_token(kFull); }
@@ -56,6 +61,7 @@ class KvCache {
   uint8_t* k_tile(int64_t layer, int64_t block, int64_t head) {
     return k_[pool(layer, head)].data() + offset(layer, block, head);
   }
+  // Not for a latent cache, which has no V tiles.
   uint8_t* v_tile(int64_t layer, int64_t block, int64_t head) {
     return v_[pool(layer, head)].data() + offset(layer, block, head);
   }

@@ -10,6 +10,27 @@
 #include "kernels/quant/traits.h"
 
 namespace strata {
+namespace {
+
+// YaRN (ggml's rope_yarn with ext_factor 1): the frequencies of dimension pairs that turn
+// fewer than beta_slow times over the original context are interpolated (divided by the
+// factor), those that turn more than beta_fast times are kept, with a linear ramp between.
+// Positions enter RoPE linearly, so this is a per-pair factor on the frequency.
+double yarn_frequency_factor(const ModelConfig& c, int64_t pair) {
+  const double n_dims = static_cast<double>(c.rope_dim);
+  const double base = static_cast<double>(c.rope_base);
+  const double ctx = static_cast<double>(c.yarn.original_context);
+  const auto corr_dim = [&](double n_rot) {
+    return n_dims * std::log(ctx / (n_rot * 2.0 * M_PI)) / (2.0 * std::log(base));
+  };
+  const double low = std::max(0.0, std::floor(corr_dim(c.yarn.beta_fast)));
+  const double high = std::min(n_dims - 1.0, std::ceil(corr_dim(c.yarn.beta_slow)));
+  const double y = (static_cast<double>(pair) - low) / std::max(0.001, high - low);
+  const double ramp = 1.0 - std::min(1.0, std::max(0.0, y));  // 1 = keep (extrapolate)
+  return (1.0 - ramp) / static_cast<double>(c.yarn.factor) + ramp;
+}
+
+}  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& options) {
   const bool mapped = options.memory == WeightMemory::mmap;
@@ -24,6 +45,7 @@ std::unique_ptr<Model> Model::from_file(gguf::GgufFile file, bool repack_weights
 Model::Model(gguf::GgufFile file, bool repack_weights) : file_(std::move(file)) {
   config_ = config_from_gguf(file_);
   weights_ = load_weights(file_, config_, repack_weights);
+  if (config_.moe.enabled()) expert_load_.reset(config_.n_layers, config_.moe.n_experts);
   const int64_t half = config_.rope_dim / 2;
   inv_freq_.resize(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {
@@ -35,17 +57,33 @@ Model::Model(gguf::GgufFile file, bool repack_weights) : file_(std::move(file)) 
         throw Error(file_.name() + ": rope_freqs.weight has a non-positive factor");
       f /= factor;
     }
+    if (config_.yarn.factor > 0.0f) f *= yarn_frequency_factor(config_, i);
     inv_freq_[static_cast<size_t>(i)] = static_cast<float>(f);
   }
 }
 
 size_t Model::weight_bytes_per_token() const {
   size_t total = weights_.token_embd.row_bytes + weights_.output.bytes();
+  const auto k = static_cast<size_t>(config_.moe.n_experts_used);
   for (const auto& L : weights_.layers) {
     total += L.wq.bytes() + L.wk.bytes() + L.wv.bytes() + L.wo.bytes() + L.w_gate.bytes() +
              L.w_up.bytes() + L.w_down.bytes();
+    const MoeWeights& e = L.moe;
+    total += e.router.bytes() + e.shared_gate.bytes() + e.shared_up.bytes() +
+             e.shared_down.bytes() +
+             k * (e.gate.matrix_bytes() + e.up.matrix_bytes() + e.down.matrix_bytes());
+    const MlaWeights& a = L.mla;
+    total += a.wq_a.bytes() + a.wq_b.bytes() + a.wkv_a.bytes() + a.k_b.bytes() + a.v_b.bytes();
   }
   return total;
+}
+
+size_t Model::kv_bytes_per_token(size_t element_size) const {
+  const auto& c = config_;
+  // MLA caches its latent row once per layer (ModelConfig: one KV head of that width),
+  // with no separate V.
+  const int64_t per_layer = c.mla.enabled() ? c.head_dim : 2 * c.n_kv_heads * c.head_dim;
+  return static_cast<size_t>(c.n_layers * per_layer) * element_size;
 }
 
 KvCacheConfig Model::kv_config(int64_t n_blocks, int64_t block_size, DType dtype,
@@ -59,6 +97,7 @@ KvCacheConfig Model::kv_config(int64_t n_blocks, int64_t block_size, DType dtype
   kc.block_size = block_size;
   kc.n_blocks = n_blocks;
   kc.dtype = dtype;
+  kc.latent = config_.mla.enabled();
   return kc;
 }
 
@@ -126,6 +165,7 @@ void Model::reserve(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t b
     k_.resize(T * static_cast<size_t>(c.n_kv_heads * c.head_dim));
     v_.resize(k_.size());
     gate_.resize(T * static_cast<size_t>(c.ffn_dim));
+    if (c.moe.enabled()) moe_out_.resize(T * static_cast<size_t>(c.dim));
     up_.resize(gate_.size());
     rope_cos_.resize(T * static_cast<size_t>(c.rope_dim / 2));
     rope_sin_.resize(rope_cos_.size());
@@ -274,9 +314,27 @@ void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cac
   });
 }
 
+void Model::mla_block(int64_t layer, const ForwardBatch& b, KvCache& cache, ThreadPool& pool) {
+  const auto& c = config_;
+  const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
+  const int64_t T = b.n_tokens();
+  TraceSpan span(tracer_, "mla_attention", kTraceForward);
+  for (int64_t t = 0; t < T; ++t) {
+    kernels::rmsnorm(x_.data() + t * c.dim, L.attn_norm.data(), xb_.data() + t * c.dim, c.dim,
+                     c.rms_eps);
+  }
+  // att_ holds n_heads*head_dim >= dim floats per token (head_dim is the latent row).
+  mla_.forward(c, L, layer, b, xb_.data(), rope_cos_.data(), rope_sin_.data(), cache, pool,
+               matmul_scratch_, att_.data());
+  span.end();
+  for (int64_t i = 0; i < T * c.dim; ++i)
+    x_[static_cast<size_t>(i)] += att_[static_cast<size_t>(i)];
+}
+
 void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache,
                             ThreadPool& pool) {
   const auto& c = config_;
+  if (c.mla.enabled()) return mla_block(layer, b, cache, pool);
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
   const int64_t T = b.n_tokens();
 
@@ -312,8 +370,29 @@ void Model::norm_then_matmul(const float* norm, std::span<const kernels::MatmulJ
   kernels::matmul_shared_input(jobs, c.dim, xb_.data(), T, pool, matmul_scratch_, hooks);
 }
 
+// The MoE FFN (model/moe_ffn.h) of the normed residual stream, added to it.
+void Model::moe_block(int64_t layer, int64_t T, ThreadPool& pool) {
+  const auto& c = config_;
+  const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
+  TraceSpan span(tracer_, "moe", kTraceForward);
+  for (int64_t t = 0; t < T; ++t) {
+    kernels::rmsnorm(x_.data() + t * c.dim, L.ffn_norm.data(), xb_.data() + t * c.dim, c.dim,
+                     c.rms_eps);
+  }
+  moe_.forward(c, L.moe, layer, xb_.data(), T, moe_out_.data(), pool, matmul_scratch_,
+               expert_load_);
+  if (tracer_) {
+    const StepExpertLoad load = moe_.last_step_load();
+    span.arg("experts_used", load.experts_used).arg("max_expert_tokens", load.max_tokens);
+  }
+  span.end();
+  for (int64_t i = 0; i < T * c.dim; ++i)
+    x_[static_cast<size_t>(i)] += moe_out_[static_cast<size_t>(i)];
+}
+
 void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
   const auto& c = config_;
+  if (c.moe.layer_is_moe(layer)) return moe_block(layer, T, pool);
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
   TraceSpan span(tracer_, "gate_up_matmul", kTraceForward);
   const kernels::MatmulJob gate_up[] = {{L.w_gate.type, L.w_gate.data, L.w_gate.rows, gate_.data()},

@@ -15,6 +15,8 @@
 #include "kv/forward_batch.h"
 #include "kv/kv_cache.h"
 #include "model/config.h"
+#include "model/mla_attention.h"
+#include "model/moe_ffn.h"
 #include "model/weights.h"
 #include "trace/tracer.h"
 
@@ -49,8 +51,17 @@ class Model {
   const gguf::GgufFile& file() const { return file_; }
   // Bytes of weights read to produce one token (every matrix once, plus one embedding row).
   size_t weight_bytes_per_token() const;
-  // Parameters of the matrices multiplied per token (every 2-D tensor in the file but the
-  // embedding table, which is only indexed): a token costs 2 x this many FLOPs.
+  // Parameters of the weights a token is multiplied by (dense matrices, and of the expert
+  // stacks only the n_experts_used experts it is routed to), the embedding row excluded.
+  double active_params_per_token() const;
+  // KV cache bytes one token takes across all layers at `element_size` bytes per element:
+  // K and V per KV head, or MLA's one latent row (kv_lora_rank + rope dims) per layer.
+  size_t kv_bytes_per_token(size_t element_size) const;
+  // Tokens each expert of each MoE layer has been routed since load (empty when dense).
+  // Read it on the thread that runs forward().
+  const ExpertLoad& expert_load() const { return expert_load_; }
+  // Parameters of the matrices multiplied per token (active_params_per_token: the
+  // embedding table is only indexed): a token costs 2 x this many FLOPs.
   double matmul_params() const;
 
   // The KV cache layout for this model; with streaming heads in `modes` their K/V go to
@@ -81,7 +92,9 @@ class Model {
   void attention_by_head(int64_t layer, const ForwardBatch& batch, KvCache& cache, ThreadPool& pool,
                          const AttentionShape& shape, TraceSpan& span);
   void attention_block(int64_t layer, const ForwardBatch& batch, KvCache& cache, ThreadPool& pool);
+  void mla_block(int64_t layer, const ForwardBatch& batch, KvCache& cache, ThreadPool& pool);
   void ffn_block(int64_t layer, int64_t n_tokens, ThreadPool& pool);
+  void moe_block(int64_t layer, int64_t n_tokens, ThreadPool& pool);
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
               const kernels::MatmulHooks& hooks = {});
   void norm_then_matmul(const float* norm, std::span<const kernels::MatmulJob> jobs,
@@ -104,12 +117,16 @@ class Model {
   std::vector<float> att_;                  // (T, n_heads*head_dim) attention output
   std::vector<float> gate_;                 // (T, ffn_dim)
   std::vector<float> up_;                   // (T, ffn_dim)
+  std::vector<float> moe_out_;              // (T, dim) MoE layers' FFN output
   std::vector<float> rope_cos_, rope_sin_;  // (T, rope_dim/2)
   std::vector<float> final_;                // (R, dim) normed rows that need logits
   std::vector<float> logits_;               // (R, n_vocab)
   std::vector<uint8_t> matmul_scratch_;
   AttentionScratch attention_scratch_;
   std::vector<KvSlot> kv_slots_;  // (T) where each token's K/V go in the current layer
+  MoeFfn moe_;                    // MoE layers' routing and expert buffers
+  MlaAttention mla_;              // deepseek2's attention buffers
+  ExpertLoad expert_load_;
 };
 
 }  // namespace strata

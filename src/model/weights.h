@@ -24,6 +24,46 @@ struct WeightMatrix {
   size_t bytes() const { return row_bytes * static_cast<size_t>(rows); }
 };
 
+// A 3-D tensor of `n` matrices (experts, or MLA's per-head k_b / v_b), each `rows` rows of
+// `cols` elements, matrix i at data + i * matrix_bytes. Read in place like WeightMatrix.
+struct WeightStack {
+  DType type = DType::F32;
+  const void* data = nullptr;
+  int64_t n = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  size_t row_bytes = 0;
+
+  size_t matrix_bytes() const { return row_bytes * static_cast<size_t>(rows); }
+  size_t bytes() const { return matrix_bytes() * static_cast<size_t>(n); }
+  const uint8_t* matrix_data(int64_t i) const {
+    return static_cast<const uint8_t*>(data) + static_cast<size_t>(i) * matrix_bytes();
+  }
+  WeightMatrix matrix(int64_t i) const { return {type, matrix_data(i), rows, cols, row_bytes}; }
+};
+
+// The routed experts of one MoE layer and its optional shared expert.
+struct MoeWeights {
+  WeightMatrix router;                  // (n_experts, dim) ffn_gate_inp
+  std::vector<float> router_bias;       // (n_experts) selection-only bias (V3); empty = none
+  WeightStack gate, up;                 // (n_experts, expert_ffn_dim, dim)
+  WeightStack down;                     // (n_experts, dim, expert_ffn_dim)
+  WeightMatrix shared_gate, shared_up;  // (shared_ffn_dim, dim); rows 0 = no shared expert
+  WeightMatrix shared_down;             // (dim, shared_ffn_dim)
+  std::vector<float> shared_gate_inp;   // (dim) qwen2moe's shared-expert gate; empty = none
+};
+
+// Multi-latent attention's projections of one layer (deepseek2).
+struct MlaWeights {
+  WeightMatrix wq_a;             // (q_lora_rank, dim); rows 0 = plain wq (LayerWeights)
+  std::vector<float> q_a_norm;   // (q_lora_rank)
+  WeightMatrix wq_b;             // (n_heads*(nope+rope), q_lora_rank)
+  WeightMatrix wkv_a;            // (kv_lora_rank + rope, dim) attn_kv_a_mqa
+  std::vector<float> kv_a_norm;  // (kv_lora_rank)
+  WeightStack k_b;               // (n_heads, kv_lora_rank, nope): q_nope -> latent query
+  WeightStack v_b;               // (n_heads, v_head_dim, kv_lora_rank): latent -> value
+};
+
 struct LayerWeights {
   std::vector<float> attn_norm;       // (dim)
   WeightMatrix wq;                    // (n_heads*head_dim, dim)
@@ -36,6 +76,8 @@ struct LayerWeights {
   WeightMatrix w_gate;                // (ffn_dim, dim)
   WeightMatrix w_up;                  // (ffn_dim, dim)
   WeightMatrix w_down;                // (dim, ffn_dim)
+  MoeWeights moe;                     // MoE layers (config.moe.layer_is_moe) instead of w_*
+  MlaWeights mla;                     // deepseek2 (config.mla.enabled) instead of wq/wk/wv
 };
 
 struct ModelWeights {
@@ -44,6 +86,9 @@ struct ModelWeights {
   std::vector<float> output_norm;        // (dim)
   WeightMatrix output;                   // (n_vocab, dim); token_embd when tied
   std::vector<float> rope_freq_factors;  // (rope_dim/2) divisors of the RoPE frequencies; empty = 1
+  // f32 copies made at load where the file's layout is not the one the kernels read
+  // (a legacy fused attn_kv_b split into per-head k_b / v_b); stacks point into these.
+  std::vector<std::vector<float>> owned;
 };
 
 // Binds every tensor the config needs, checking names, shapes and types. Sets

@@ -129,6 +129,9 @@ std::string ServerMetrics::render(const EngineMetrics& m) const {
          m.kv_context_tokens > 0
              ? static_cast<double>(m.kv_bytes_in_use) / static_cast<double>(m.kv_context_tokens)
              : 0.0);
+  sample(out, "strata:moe_expert_load_imbalance", "gauge",
+         "MoE models: max/mean tokens routed per expert since start, worst layer (1 = even).",
+         m.moe_expert_load_imbalance);
   sample(out, "strata:prompt_tokens_total", "counter",
          "Prompt tokens computed (prefix-cache hits excluded).", m.prompt_tokens_total);
   sample(out, "strata:generation_tokens_total", "counter", "Tokens generated.",

@@ -92,8 +92,7 @@ void prefetch_groups(const MatmulPlan* plans, size_t n_plans, int64_t g0, int64_
   }
 }
 
-// At most this many matrices share one input (Q, K, V).
-constexpr size_t kMaxJobs = 4;
+constexpr size_t kMaxJobs = kMaxSharedInputJobs;
 
 void check_args(DType wtype, const void* w, int64_t rows, int64_t cols, const float* x,
                 int64_t n_tokens, const float* y) {

@@ -60,6 +60,10 @@ struct MatmulJob {
   float* y;
 };
 
+// At most this many matrices share one input: Q, K, V; or the gate and up matrices of a
+// decode token's experts (2 x top-k, 8 at most for one call).
+inline constexpr size_t kMaxSharedInputJobs = 16;
+
 // Several matmuls of the same input x (n_tokens x cols), such as the Q, K and V projections:
 // x is converted once per distinct vec_dot type and the rows of all matrices are split
 // across the pool in one dispatch, instead of one conversion and one dispatch (with a wait

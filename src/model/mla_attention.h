@@ -1,0 +1,53 @@
+// DeepSeek-V2 multi-latent attention of one layer over a latent KV cache
+// (attention/latent_attention.h). Per token: the query (through the q LoRA, or attn_q),
+// the latent c_kv = RMSNorm(first kv_lora_rank rows of attn_kv_a_mqa . x) and the shared
+// RoPE key k_pe (its last rope dims); the cache stores [c_kv, k_pe]. Each head's query is
+// absorbed into the latent space, q_lat = W_kb^h q_nope, so attention runs on the latent
+// rows directly, and W_vb^h maps the head's latent output to its value afterwards.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "attention/latent_attention.h"
+#include "core/thread_pool.h"
+#include "kv/forward_batch.h"
+#include "kv/kv_cache.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace strata {
+
+// The attention logit scale of an MLA model: 1/sqrt(nope + rope), times YaRN's mscale^2
+// where the file extends the context (DeepSeek's softmax_scale).
+float mla_attention_scale(const ModelConfig& config);
+
+class MlaAttention {
+ public:
+  // out (T, dim) = the layer's attention output (after attn_output) for the normed
+  // inputs xb (T, dim); writes each token's latent row into `cache`. rope_cos/sin hold
+  // rope_dim/2 values per batch token. Buffers are reused across calls.
+  void forward(const ModelConfig& config, const LayerWeights& w, int64_t layer,
+               const ForwardBatch& batch, const float* xb, const float* rope_cos,
+               const float* rope_sin, KvCache& cache, ThreadPool& pool,
+               std::vector<uint8_t>& scratch, float* out);
+
+ private:
+  void reserve(const ModelConfig& config, int64_t n_tokens);
+  void project(const ModelConfig& config, const LayerWeights& w, const float* xb, int64_t T,
+               ThreadPool& pool, std::vector<uint8_t>& scratch);
+
+  int64_t capacity_ = 0;
+  std::vector<float> q_a_;    // (T, q_lora_rank)
+  std::vector<float> q_;      // (T, n_heads*(nope+rope))
+  std::vector<float> kv_a_;   // (T, kv_lora_rank+rope) [c_kv, k_pe]
+  std::vector<float> q_lat_;  // (T, n_heads, kv_lora_rank+rope) absorbed queries
+  std::vector<float> o_lat_;  // (T, n_heads, kv_lora_rank) attention in latent space
+  std::vector<float> head_in_,
+      head_out_;               // (T, max(nope, kv_lora_rank)), (T, max(kv_lora_rank, v))
+  std::vector<float> values_;  // (T, n_heads*v_head_dim)
+  std::vector<KvSlot> slots_;  // (T)
+  LatentScratch latent_;
+};
+
+}  // namespace strata
