@@ -5,6 +5,8 @@
 //
 //   grammar::Matcher m = constraint.state();
 //   for (int32_t t : proposal) if (!m.advance(t, constraint.stepper())) break;  // reject
+//
+// or, in verification, constraint.mask(m, row) on row j with m advanced over the first j.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,13 @@ class Constraint {
 
   // Disallowed tokens' logits become -infinity; returns how many tokens remain.
   int32_t mask(std::span<float> logits) { return masks_.apply(matcher_, logits); }
+  // The same for another state of this grammar: speculative verification masks row j
+  // with a copy of state() advanced over draft[0, j), so that a draft token the grammar
+  // rejects has target probability 0 and is always rejected, and the residual draw
+  // picks only allowed tokens.
+  int32_t mask(const Matcher& state, std::span<float> logits) {
+    return masks_.apply(state, logits);
+  }
   // False when the grammar does not accept `token` (the state is then unchanged).
   bool advance(int32_t token) { return matcher_.advance(token, masks_.stepper()); }
 

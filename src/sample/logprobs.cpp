@@ -26,7 +26,11 @@ void fill_logprobs(std::span<const float> src, int32_t k_wanted, std::vector<int
                     });
   out.top.clear();
   for (size_t j = 0; j < k; ++j) {
-    out.top.emplace_back(order[j], static_cast<float>(src[static_cast<size_t>(order[j])] - log_z));
+    const float x = src[static_cast<size_t>(order[j])];
+    // A grammar-masked row has -inf logits: those tokens cannot come and are not listed
+    // (sorted, so the rest are masked too).
+    if (std::isinf(x) && x < 0) break;
+    out.top.emplace_back(order[j], static_cast<float>(x - log_z));
   }
   out.logprob = static_cast<float>(-log_z);
   out.logprob += src[static_cast<size_t>(out.token)];

@@ -12,7 +12,8 @@
 namespace strata {
 
 // Fills out.logprob (of out.token, which the caller sets) and out.top (the k most likely,
-// ties by lower id) from raw `logits` (log-sum-exp in double). `order` is scratch of
+// ties by lower id; tokens at -inf, masked by a grammar, are left out) from raw `logits`
+// (log-sum-exp in double). `order` is scratch of
 // logits.size() entries, reused across calls so that decode allocates nothing.
 void fill_logprobs(std::span<const float> logits, int32_t k, std::vector<int32_t>& order,
                    TokenLogprob& out);

@@ -2,10 +2,12 @@
 // and a few multi-character tokens.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "core/error.h"
 #include "grammar/compiled.h"
+#include "grammar/constraint.h"
 #include "grammar/mask_builder.h"
 
 namespace strata::grammar {
@@ -142,6 +144,31 @@ TEST(Matcher, RejectsOverlongAndInvalidUtf8) {
   Matcher sur(g);
   ASSERT_TRUE(sur.advance(6));
   EXPECT_FALSE(sur.accepts(7));  // ED A0: a surrogate
+}
+
+}  // namespace
+}  // namespace strata::grammar
+
+namespace strata::grammar {
+namespace {
+
+TEST(Constraint, MasksItsOwnStateOrACopyAdvancedOverADraft) {
+  std::vector<std::string> pieces = {"", "a", "b", "c"};
+  auto vocab = std::make_shared<const VocabIndex>(std::move(pieces), std::vector<int32_t>{0});
+  Constraint c(compile_gbnf("root ::= \"ab\" \"c\"?", vocab));
+  std::vector<float> row(4, 0.0f);
+  EXPECT_EQ(c.mask(row), 1);  // only "a"
+  EXPECT_TRUE(std::isinf(row[2]));
+  Matcher draft = c.state();
+  ASSERT_TRUE(draft.advance(1, c.stepper()));
+  std::fill(row.begin(), row.end(), 0.0f);
+  EXPECT_EQ(c.mask(draft, row), 1);  // after the drafted "a": only "b"
+  EXPECT_EQ(row[2], 0.0f);
+  EXPECT_TRUE(std::isinf(row[1]));
+  ASSERT_TRUE(draft.advance(2, c.stepper()));
+  std::fill(row.begin(), row.end(), 0.0f);
+  EXPECT_EQ(c.mask(draft, row), 2);     // complete or "c"
+  EXPECT_FALSE(c.state().accepting());  // the constraint's own state never moved
 }
 
 }  // namespace

@@ -109,8 +109,11 @@ TEST(RequestParse, ChatMessages) {
   EXPECT_EQ(r.messages[2]["content"], "");
   EXPECT_EQ(r.options.logprobs, 3);
   EXPECT_EQ(blamed({{"messages", json::array()}}, ApiKind::kChat), "messages");
-  EXPECT_EQ(blamed({{"messages", {{{"role", "tool"}, {"content", "x"}}}}}, ApiKind::kChat),
+  EXPECT_EQ(blamed({{"messages", {{{"role", "function"}, {"content", "x"}}}}}, ApiKind::kChat),
             "messages[0].role");
+  // A tool result must say which call it answers.
+  EXPECT_EQ(blamed({{"messages", {{{"role", "tool"}, {"content", "x"}}}}}, ApiKind::kChat),
+            "messages[0].tool_call_id");
   EXPECT_EQ(blamed({{"messages", {{{"role", "user"}}}}}, ApiKind::kChat), "messages[0].content");
 }
 

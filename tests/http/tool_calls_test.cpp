@@ -1,6 +1,8 @@
 // Tool calls without a model: parsing every supported format, refusing undeclared
 // functions, request validation, and the call grammar: random walks under its mask are
 // calls whose arguments validate against the function's schema.
+#include "server/tool_calls.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
@@ -9,7 +11,6 @@
 #include "grammar/mask_builder.h"
 #include "grammar/schema_check.h"
 #include "server/api_error.h"
-#include "server/tool_calls.h"
 
 namespace strata::server {
 namespace {
@@ -17,8 +18,7 @@ namespace {
 using nlohmann::json;
 
 ToolSpec weather_spec(ToolSpec::Choice choice = ToolSpec::Choice::kRequired) {
-  const json body = {
-      {"tools", json::parse(R"([{"type":"function","function":{"name":"get_weather",
+  const json body = {{"tools", json::parse(R"([{"type":"function","function":{"name":"get_weather",
         "parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":8},
         "unit":{"enum":["c","f"]}},"required":["city"]}}},
         {"type":"function","function":{"name":"noop","parameters":{"type":"object","properties":{}}}}])")}};
@@ -30,18 +30,21 @@ ToolSpec weather_spec(ToolSpec::Choice choice = ToolSpec::Choice::kRequired) {
 TEST(ToolCalls, ParsesEveryFormatAndOnlyDeclaredFunctions) {
   const ToolSpec spec = weather_spec(ToolSpec::Choice::kAuto);
   const auto hermes = parse_tool_calls(
-      "Sure.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+      "Sure.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Oslo\"}}\n</tool_call>",
       spec, "call_x_");
   ASSERT_EQ(hermes.calls.size(), 1u);
   EXPECT_EQ(hermes.content, "Sure.");
   EXPECT_EQ(hermes.calls[0]["function"]["name"], "get_weather");
-  EXPECT_EQ(json::parse(hermes.calls[0]["function"]["arguments"].get<std::string>())["city"], "Oslo");
+  EXPECT_EQ(json::parse(hermes.calls[0]["function"]["arguments"].get<std::string>())["city"],
+            "Oslo");
   EXPECT_EQ(hermes.calls[0]["id"], "call_x_0");
   const auto mistral = parse_tool_calls(
       R"([TOOL_CALLS][{"name":"noop","arguments":{}},{"name":"get_weather","arguments":{"city":"A"}}])",
       spec, "c");
   EXPECT_EQ(mistral.calls.size(), 2u);
-  const auto llama = parse_tool_calls(R"({"name": "get_weather", "parameters": {"city": "B"}})", spec, "c");
+  const auto llama =
+      parse_tool_calls(R"({"name": "get_weather", "parameters": {"city": "B"}})", spec, "c");
   ASSERT_EQ(llama.calls.size(), 1u);
   EXPECT_EQ(json::parse(llama.calls[0]["function"]["arguments"].get<std::string>())["city"], "B");
   const auto unknown = parse_tool_calls(R"({"name": "rm_rf", "arguments": {}})", spec, "c");
@@ -62,10 +65,12 @@ TEST(ToolCalls, RequestValidationNamesTheField) {
   EXPECT_NE(error({{"tools", json::array({{{"type", "retrieval"}}})}}).find("tools[0].type"),
             std::string::npos);
   EXPECT_NE(error({{"tool_choice", "required"}}).find("needs tools"), std::string::npos);
-  json two = json::parse(R"([{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"a"}}])");
+  json two = json::parse(
+      R"([{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"a"}}])");
   EXPECT_NE(error({{"tools", two}}).find("declared twice"), std::string::npos);
   json one = json::parse(R"([{"type":"function","function":{"name":"a"}}])");
-  EXPECT_NE(error({{"tools", one}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "b"}}}}}})
+  EXPECT_NE(error({{"tools", one},
+                   {"tool_choice", {{"type", "function"}, {"function", {{"name", "b"}}}}}})
                 .find("'b' is not one of the tools"),
             std::string::npos);
   json many = json::array();
@@ -79,7 +84,8 @@ TEST(ToolCalls, CallGrammarOnlyWritesValidCalls) {
   for (int c = 32; c < 127; ++c) pieces.emplace_back(1, static_cast<char>(c));
   pieces.emplace_back("\n");
   pieces.emplace_back("<tool_call>");
-  auto vocab = std::make_shared<const grammar::VocabIndex>(std::move(pieces), std::vector<int32_t>{0});
+  auto vocab =
+      std::make_shared<const grammar::VocabIndex>(std::move(pieces), std::vector<int32_t>{0});
   const ToolSpec spec = weather_spec();
   const json params = spec.tools[0]["function"]["parameters"];
   for (ToolFormat format : {ToolFormat::kHermes, ToolFormat::kJson, ToolFormat::kLlama3}) {
