@@ -46,6 +46,11 @@ Model::Model(gguf::GgufFile file, bool repack_weights) : file_(std::move(file)) 
   config_ = config_from_gguf(file_);
   weights_ = load_weights(file_, config_, repack_weights);
   if (config_.moe.enabled()) expert_load_.reset(config_.n_layers, config_.moe.n_experts);
+  // YaRN scales the rotated dims by 1 + 0.1 ln(factor) (HF's attention_factor, ggml's
+  // rope mscale); DeepSeek's files (mscale == mscale_all_dim) cancel it and scale the
+  // attention logits instead (mla_attention_scale).
+  if (config_.yarn.factor > 0.0f && !config_.mla.enabled())
+    rope_magnitude_ = 1.0f + 0.1f * std::log(config_.yarn.factor);
   const int64_t half = config_.rope_dim / 2;
   inv_freq_.resize(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {
@@ -188,8 +193,8 @@ void Model::compute_rope_tables(const ForwardBatch& b) {
         static_cast<float>(b.positions[static_cast<size_t>(t)]) / config_.rope_linear_scale;
     for (int64_t i = 0; i < half; ++i) {
       const float theta = pos * inv_freq_[static_cast<size_t>(i)];
-      rope_cos_[static_cast<size_t>(t * half + i)] = std::cos(theta);
-      rope_sin_[static_cast<size_t>(t * half + i)] = std::sin(theta);
+      rope_cos_[static_cast<size_t>(t * half + i)] = rope_magnitude_ * std::cos(theta);
+      rope_sin_[static_cast<size_t>(t * half + i)] = rope_magnitude_ * std::sin(theta);
     }
   }
 }

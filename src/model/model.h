@@ -104,6 +104,7 @@ class Model {
   ModelConfig config_;
   ModelWeights weights_;
   std::vector<float> inv_freq_;  // (rope_dim/2) RoPE angular frequencies
+  float rope_magnitude_ = 1.0f;  // YaRN's scale of the rotated dims
   Tracer* tracer_ = nullptr;     // not owned; null = tracing off
 
   // Workspace, sized for the largest batch seen so far.

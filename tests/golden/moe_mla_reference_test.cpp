@@ -9,6 +9,8 @@
 #include <map>
 
 #include "convert/make_model.h"
+#include "gguf/gguf.h"
+#include "gguf/writer.h"
 #include "golden/reference_model.h"
 #include "kv/block_pool.h"
 #include "model/model.h"
@@ -159,6 +161,38 @@ std::vector<std::vector<std::vector<float>>> run_batched(
     }
   }
   return logits;
+}
+
+// YaRN (rope.scaling.type yarn): the engine folds the ramp into its RoPE frequencies and
+// the magnitude into its tables (or, for DeepSeek, into the attention scale); the
+// reference follows the HF formulas. Factor 8 over an original context of 64, so the
+// 24 positions' interpolated pairs differ visibly from plain RoPE.
+std::string with_yarn(const std::string& in, const std::string& arch) {
+  const auto f = gguf::GgufFile::open(in);
+  gguf::GgufWriter w;
+  for (const auto& [key, value] : f.metadata()) w.set_value(key, value);
+  for (const auto& t : f.tensors())
+    w.add_tensor(t.name, t.type, t.ne, f.tensor_data(t), static_cast<size_t>(t.n_bytes));
+  w.set_string(arch + ".rope.scaling.type", "yarn");
+  w.set_f32(arch + ".rope.scaling.factor", 8.0f);
+  w.set_u32(arch + ".rope.scaling.original_context_length", 64);
+  w.set_f32(arch + ".rope.scaling.yarn_log_multiplier", 0.0707f);  // 0.1 x mscale_all_dim
+  const std::string out = in + ".yarn.gguf";
+  w.write(out);
+  return out;
+}
+
+TEST(YarnReference, Qwen3MoeAndDeepseek2MatchTheScalarReference) {
+  for (const std::string arch : {"qwen3moe", "deepseek2"}) {
+    const std::string path = with_yarn(preset_model(arch + "-tiny", DType::F32), arch);
+    const auto want = testing::reference_logits(path, kPrompt);
+    auto model = Model::load(path);
+    ASSERT_GT(model->config().yarn.factor, 0.0f);
+    EXPECT_LE(max_abs_diff(engine_logits(*model, kPrompt, 9, 2), want), 2e-3) << arch;
+    // And it is not plain RoPE.
+    auto plain = Model::load(preset_model(arch + "-tiny", DType::F32));
+    EXPECT_GT(max_abs_diff(engine_logits(*plain, kPrompt, 9, 2), want), 0.1) << arch;
+  }
 }
 
 class BatchInvariance : public ::testing::TestWithParam<std::string> {};

@@ -61,17 +61,42 @@ class Ref {
     return y;
   }
   // Rotates dims [0, rope_dim) of x at position pos.
+  // HF's YaRN (modeling_rope_utils / DeepSeek's yarn rotary embedding): the pair's
+  // frequency interpolated by the factor below the correction range, kept above it.
+  double yarn_inv_freq(int64_t i, double extrapolated) const {
+    if (c_.yarn.factor <= 0.0f) return extrapolated;
+    const double dim = static_cast<double>(c_.rope_dim), base = c_.rope_base;
+    const auto correction = [&](double rotations) {
+      return dim *
+             std::log(static_cast<double>(c_.yarn.original_context) / (rotations * 2 * M_PI)) /
+             (2 * std::log(base));
+    };
+    const double low = std::max(0.0, std::floor(correction(c_.yarn.beta_fast)));
+    const double high = std::min(dim - 1, std::ceil(correction(c_.yarn.beta_slow)));
+    const double ramp =
+        std::clamp((static_cast<double>(i) - low) / std::max(0.001, high - low), 0.0, 1.0);
+    const double extrapolation = 1.0 - ramp;  // HF's inv_freq_extrapolation_factor
+    return extrapolated / c_.yarn.factor * (1 - extrapolation) + extrapolated * extrapolation;
+  }
+  // cos/sin scale: HF's attention_factor 0.1 ln(factor) + 1, which DeepSeek's mscale ==
+  // mscale_all_dim cancels (it scales the softmax instead).
+  double yarn_magnitude() const {
+    if (c_.yarn.factor <= 0.0f || c_.mla.enabled()) return 1.0;
+    return 0.1 * std::log(static_cast<double>(c_.yarn.factor)) + 1.0;
+  }
   void rope(float* x, int64_t pos) const {
     const int64_t n = c_.rope_dim;
+    const double mag = yarn_magnitude();
     for (int64_t i = 0; i < n / 2; ++i) {
-      const double theta = static_cast<double>(pos) / c_.rope_linear_scale *
-                           std::pow(static_cast<double>(c_.rope_base),
-                                    -2.0 * static_cast<double>(i) / static_cast<double>(n));
+      const double theta =
+          static_cast<double>(pos) / c_.rope_linear_scale *
+          yarn_inv_freq(i, std::pow(static_cast<double>(c_.rope_base),
+                                    -2.0 * static_cast<double>(i) / static_cast<double>(n)));
       const int64_t a = c_.rope_layout == RopeLayout::kNeox ? i : 2 * i;
       const int64_t b = c_.rope_layout == RopeLayout::kNeox ? i + n / 2 : 2 * i + 1;
       const double x0 = x[a], x1 = x[b];
-      x[a] = static_cast<float>(x0 * std::cos(theta) - x1 * std::sin(theta));
-      x[b] = static_cast<float>(x0 * std::sin(theta) + x1 * std::cos(theta));
+      x[a] = static_cast<float>(mag * (x0 * std::cos(theta) - x1 * std::sin(theta)));
+      x[b] = static_cast<float>(mag * (x0 * std::sin(theta) + x1 * std::cos(theta)));
     }
   }
   static Vec swiglu_ffn(const Tensor& gate, const Tensor& up, const Tensor& down, const Vec& x,
@@ -226,7 +251,11 @@ Vec Ref::mla(int64_t l, const std::vector<Vec>& xs) {
     }
     q.push_back(qt), k.push_back(kt), v.push_back(vt);
   }
-  const Vec att = attend(q, k, v, H, H, dk, dv, 1.0f / std::sqrt(static_cast<float>(dk)));
+  // DeepSeek: softmax_scale = mscale(factor, mscale_all_dim)^2 / sqrt(q_head_dim).
+  double mscale = 1.0;
+  if (c_.yarn.factor > 0.0f) mscale = 0.1 * c_.yarn.log_multiplier * std::log(c_.yarn.factor) + 1.0;
+  const Vec att = attend(q, k, v, H, H, dk, dv,
+                         static_cast<float>(mscale * mscale / std::sqrt(static_cast<double>(dk))));
   Vec out;
   for (size_t t = 0; t < xs.size(); ++t) {
     const Vec o = mul(wo, att.data() + t * static_cast<size_t>(H * dv));
