@@ -33,12 +33,13 @@ struct Harness {
     const SchedulerOutput plan = sched->schedule();
     RunnerOutput r;
     r.n_vocab = kVocab;
+    r.reset(plan.scheduled.size());
     logits.clear();
     for (const auto& e : plan.scheduled) {
       const Request& q = *e.request;
       const int64_t end = q.n_computed + e.n_tokens;
-      r.sampled.push_back(end == static_cast<int64_t>(q.tokens.size()) ? token : -1);
-      r.logprobs.emplace_back();
+      if (end == static_cast<int64_t>(q.tokens.size())) r.push(token);
+      r.end_entry();
       PromptLogitRows rows;
       const int64_t from = std::max(q.n_computed, q.prompt_logits_from());
       const int64_t to = std::min<int64_t>(end, q.n_prompt);
