@@ -15,15 +15,17 @@ CORE := $(wildcard src/core/*.cpp)
 GGUF := $(wildcard src/gguf/*.cpp)
 TOKENIZER := $(wildcard src/tokenizer/*.cpp)
 TEMPLATE := $(wildcard src/chat_template/*.cpp)
+GRAMMAR := $(wildcard src/grammar/*.cpp)
 SERVER := src/server/api_error.cpp src/server/json_fields.cpp src/server/request_parse.cpp \
           src/server/prompt_builder.cpp src/server/control_text_guard.cpp \
+          src/server/tool_calls.cpp \
           src/engine/output_processor.cpp src/engine/request_validation.cpp
 MODEL := src/model/config.cpp src/model/weights.cpp $(wildcard src/model/arch/*.cpp) \
          $(wildcard src/kernels/quant/*.cpp)
 
 SRCS_tokenizer_fuzz := $(TOKENIZER) $(GGUF) $(CORE)
 SRCS_chat_template_fuzz := $(TEMPLATE) $(CORE)
-SRCS_http_request_fuzz := $(SERVER) $(TOKENIZER) $(TEMPLATE) $(GGUF) $(CORE)
+SRCS_http_request_fuzz := $(SERVER) $(GRAMMAR) $(TOKENIZER) $(TEMPLATE) $(GGUF) $(CORE)
 SRCS_gguf_file_fuzz := $(MODEL) $(TOKENIZER) $(GGUF) $(CORE)
 LIBS_tokenizer_fuzz := -lpcre2-8
 LIBS_http_request_fuzz := -lpcre2-8
