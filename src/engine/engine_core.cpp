@@ -36,11 +36,13 @@ uint64_t model_identity(const Model& model) {
 
 int64_t pool_tokens(const Model& model, const EngineConfig& c) {
   const auto& mc = model.config();
-  // The paged pool holds the full heads only (all heads when attention is dense).
-  const int64_t full_heads = c.head_modes.dense() ? mc.n_layers * mc.n_kv_heads
-                                                  : std::max<int64_t>(1, c.head_modes.n_full());
+  // The paged pool holds the full heads only (all heads when attention is dense; MLA's
+  // one latent row per layer, which the model's own figure counts).
+  const auto element = static_cast<int64_t>(dtype_info(c.kv_type).type_size);
   const int64_t bytes_per_token =
-      2 * full_heads * mc.head_dim * static_cast<int64_t>(dtype_info(c.kv_type).type_size);
+      c.head_modes.dense()
+          ? static_cast<int64_t>(model.kv_bytes_per_token(static_cast<size_t>(element)))
+          : 2 * std::max<int64_t>(1, c.head_modes.n_full()) * mc.head_dim * element;
   int64_t tokens = c.kv_cache_tokens;
   if (tokens <= 0 && c.kv_cache_mem > 0)
     tokens = static_cast<int64_t>(c.kv_cache_mem) / bytes_per_token;

@@ -81,6 +81,16 @@ TEST(MlaEngine, KvBytesPerTokenAreTheLatentRow) {
   EXPECT_EQ(mid.kv.used, 63);
 }
 
+TEST(MlaEngine, MemoryBudgetIsSizedByTheLatentRow) {
+  auto model = Model::load(mla_model());
+  ThreadPool pool(2);
+  EngineConfig c = config();
+  c.kv_cache_tokens = 0;
+  c.kv_cache_mem = 576 * 1024;  // 1024 latent rows of (64 + 32) x 3 layers x f16
+  EngineCore engine(*model, pool, c);
+  EXPECT_EQ(engine.kv_capacity_tokens(), 1024);
+}
+
 TEST(MlaEngine, PrefixHitsAndBatchingGiveTheSameTokens) {
   auto model = Model::load(mla_model());
   ThreadPool pool(2);
