@@ -31,6 +31,7 @@ struct EngineFlags {
   HeadMapOptions sparse;   // sparse attention (--sparse-heads, --retrieval-ratio, --sink, --window)
   bool mmap = false;       // --mmap: use the weights in place from a file mapping
   bool no_repack = false;  // --no-repack: keep Q4_0/Q8_0/Q6_K weights in the file's layout
+  std::string mla_attention = "auto";  // --mla-attention (MLA models)
 
   // `chunk_flag`: the serving commands take --prefill-chunk from ServingFlags instead.
   void add(CLI::App& cmd, bool chunk_flag = true) {
@@ -50,6 +51,12 @@ struct EngineFlags {
         "keep weights in the file's block layout instead of repacking Q4_0/Q8_0/Q6_K for the "
         "AVX2/AVX-512 kernels at load (slower decode and prefill; same results up to float "
         "rounding)");
+    cmd.add_option("--mla-attention", mla_attention,
+                   "MLA (deepseek2) models: auto (decompressed for a sequence's prefill chunks "
+                   "of 64+ tokens, absorbed otherwise), absorbed (queries meet the latent "
+                   "cache; the fastest decode), or decompressed (per-head keys and values "
+                   "expanded from it every step)")
+        ->capture_default_str();
     cmd.add_option("-c,--ctx", ctx, "context length (default: the model's)")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 31));
     if (chunk_flag) {
@@ -105,6 +112,7 @@ struct EngineFlags {
     Model::LoadOptions o;
     o.memory = mmap ? Model::WeightMemory::mmap : Model::WeightMemory::huge_pages;
     o.repack_weights = !no_repack;
+    o.mla_attention = mla_attention_mode_from_name(mla_attention);
     return o;
   }
   DType kv_dtype() const {

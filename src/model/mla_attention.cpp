@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 
@@ -15,6 +16,20 @@ float mla_attention_scale(const ModelConfig& c) {
   // (DeepSeek configs have mscale == mscale_all_dim, so the rotary embedding's factor is 1).
   if (c.yarn.factor > 0.0f) mscale = 1.0f + 0.1f * c.yarn.log_multiplier * std::log(c.yarn.factor);
   return mscale * mscale / std::sqrt(static_cast<float>(c.mla.qk_nope_dim + c.rope_dim));
+}
+
+MlaAttentionMode mla_attention_mode_from_name(const std::string& name) {
+  if (name == "absorbed") return MlaAttentionMode::absorbed;
+  if (name == "decompressed") return MlaAttentionMode::decompressed;
+  if (name == "auto") return MlaAttentionMode::automatic;
+  throw Error("--mla-attention: expected absorbed, decompressed or auto, got '" + name + "'");
+}
+
+void MlaAttention::configure(MlaAttentionMode mode, const ModelConfig& c,
+                             const std::vector<LayerWeights>& layers) {
+  mode_ = mode;
+  if (mode != MlaAttentionMode::absorbed && c.mla.enabled() && !decompressed_.prepared())
+    decompressed_.prepare(c, layers);
 }
 
 void MlaAttention::reserve(const ModelConfig& c, int64_t T) {
@@ -64,12 +79,55 @@ void MlaAttention::project(const ModelConfig& c, const LayerWeights& w, const fl
   }
 }
 
+// The absorbed form for the tokens abs_tokens_ of the layer's batch, `b` being their
+// sub-batch (token i of b is batch token abs_tokens_[i]): q_ in, values_ out.
+void MlaAttention::absorbed(const ModelConfig& c, const LayerWeights& w, int64_t layer,
+                            const ForwardBatch& b, KvCache& cache, ThreadPool& pool,
+                            std::vector<uint8_t>& scratch) {
+  const MlaConfig& m = c.mla;
+  const MlaWeights& a = w.mla;
+  const int64_t T = b.n_tokens(), H = c.n_heads, L = m.kv_lora_rank, R = c.rope_dim;
+  const int64_t q_head = m.qk_nope_dim + R, row = L + R;
+  const auto tok = [&](int64_t i) {
+    return static_cast<int64_t>(abs_tokens_[static_cast<size_t>(i)]);
+  };
+  // Absorbed queries: q_lat[t][h] = [W_kb^h q_nope[t][h], q_pe[t][h]], one matmul of all
+  // tokens per head.
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t t = 0; t < T; ++t) {
+      std::copy_n(q_.data() + (tok(t) * H + h) * q_head, m.qk_nope_dim,
+                  head_in_.data() + t * m.qk_nope_dim);
+    }
+    kernels::matmul(a.k_b.type, a.k_b.matrix_data(h), L, m.qk_nope_dim, head_in_.data(), T,
+                    head_out_.data(), pool, scratch);
+    for (int64_t t = 0; t < T; ++t) {
+      float* dst = q_lat_.data() + (t * H + h) * row;
+      std::copy_n(head_out_.data() + t * L, L, dst);
+      std::copy_n(q_.data() + (tok(t) * H + h) * q_head + m.qk_nope_dim, R, dst + L);
+    }
+  }
+
+  const LatentShape shape{H, L, R, mla_attention_scale(c)};
+  latent_attention(cache, layer, b, shape, q_lat_.data(), o_lat_.data(), pool, latent_);
+
+  // Values: W_vb^h of each head's latent output, then attn_output.
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t t = 0; t < T; ++t)
+      std::copy_n(o_lat_.data() + (t * H + h) * L, L, head_in_.data() + t * L);
+    kernels::matmul(a.v_b.type, a.v_b.matrix_data(h), m.v_head_dim, L, head_in_.data(), T,
+                    head_out_.data(), pool, scratch);
+    for (int64_t t = 0; t < T; ++t) {
+      std::copy_n(head_out_.data() + t * m.v_head_dim, m.v_head_dim,
+                  values_.data() + (tok(t) * H + h) * m.v_head_dim);
+    }
+  }
+}
+
 void MlaAttention::forward(const ModelConfig& c, const LayerWeights& w, int64_t layer,
                            const ForwardBatch& b, const float* xb, const float* rope_cos,
                            const float* rope_sin, KvCache& cache, ThreadPool& pool,
                            std::vector<uint8_t>& scratch, float* out) {
   const MlaConfig& m = c.mla;
-  const MlaWeights& a = w.mla;
   const int64_t T = b.n_tokens(), H = c.n_heads, L = m.kv_lora_rank, R = c.rope_dim;
   const int64_t q_head = m.qk_nope_dim + R, row = L + R;
   reserve(c, T);
@@ -94,34 +152,47 @@ void MlaAttention::forward(const ModelConfig& c, const LayerWeights& w, int64_t 
     write_latent_row(cache, layer, slots_[static_cast<size_t>(t)], kv);
   }
 
-  // Absorbed queries: q_lat[t][h] = [W_kb^h q_nope[t][h], q_pe[t][h]], one matmul of all
-  // tokens per head.
-  for (int64_t h = 0; h < H; ++h) {
+  // Which sequences attend in which form this step (mode_; absorbed needs no choice).
+  abs_tokens_.clear();
+  bool any_decompressed = false;
+  if (mode_ == MlaAttentionMode::absorbed) {
+    for (int64_t t = 0; t < T; ++t) abs_tokens_.push_back(static_cast<int32_t>(t));
+  } else {
+    seq_tokens_.assign(b.seqs.size(), 0);
+    for (int64_t t = 0; t < T; ++t)
+      ++seq_tokens_[static_cast<size_t>(b.seq_index[static_cast<size_t>(t)])];
+    const int64_t min_tokens =
+        mode_ == MlaAttentionMode::decompressed ? 1 : kMlaDecompressMinTokens;
     for (int64_t t = 0; t < T; ++t) {
-      std::copy_n(q_.data() + (t * H + h) * q_head, m.qk_nope_dim,
-                  head_in_.data() + t * m.qk_nope_dim);
+      const int32_t s_i = b.seq_index[static_cast<size_t>(t)];
+      if (seq_tokens_[static_cast<size_t>(s_i)] < min_tokens)
+        abs_tokens_.push_back(static_cast<int32_t>(t));
     }
-    kernels::matmul(a.k_b.type, a.k_b.matrix_data(h), L, m.qk_nope_dim, head_in_.data(), T,
-                    head_out_.data(), pool, scratch);
-    for (int64_t t = 0; t < T; ++t) {
-      float* dst = q_lat_.data() + (t * H + h) * row;
-      std::copy_n(head_out_.data() + t * L, L, dst);
-      std::copy_n(q_.data() + (t * H + h) * q_head + m.qk_nope_dim, R, dst + L);
+    const float scale = mla_attention_scale(c);
+    for (size_t s_i = 0; s_i < b.seqs.size(); ++s_i) {
+      if (seq_tokens_[s_i] < min_tokens || seq_tokens_[s_i] == 0) continue;
+      decompressed_.attend(c, layer, b, static_cast<int32_t>(s_i), cache, scale, q_.data(),
+                           values_.data(), pool);
+      any_decompressed = true;
     }
   }
-
-  const LatentShape shape{H, L, R, mla_attention_scale(c)};
-  latent_attention(cache, layer, b, shape, q_lat_.data(), o_lat_.data(), pool, latent_);
-
-  // Values: W_vb^h of each head's latent output, then attn_output.
-  for (int64_t h = 0; h < H; ++h) {
-    for (int64_t t = 0; t < T; ++t)
-      std::copy_n(o_lat_.data() + (t * H + h) * L, L, head_in_.data() + t * L);
-    kernels::matmul(a.v_b.type, a.v_b.matrix_data(h), m.v_head_dim, L, head_in_.data(), T,
-                    head_out_.data(), pool, scratch);
-    for (int64_t t = 0; t < T; ++t) {
-      std::copy_n(head_out_.data() + t * m.v_head_dim, m.v_head_dim,
-                  values_.data() + (t * H + h) * m.v_head_dim);
+  if (!abs_tokens_.empty()) {
+    if (any_decompressed) {
+      // The absorbed tokens as a sub-batch of their own (same sequences and positions).
+      abs_positions_.clear();
+      abs_seq_index_.clear();
+      for (int32_t t : abs_tokens_) {
+        abs_positions_.push_back(b.positions[static_cast<size_t>(t)]);
+        abs_seq_index_.push_back(b.seq_index[static_cast<size_t>(t)]);
+      }
+      ForwardBatch sub;
+      sub.tokens = abs_positions_;
+      sub.positions = abs_positions_;
+      sub.seq_index = abs_seq_index_;
+      sub.seqs = b.seqs;
+      absorbed(c, w, layer, sub, cache, pool, scratch);
+    } else {
+      absorbed(c, w, layer, b, cache, pool, scratch);
     }
   }
   kernels::matmul(w.wo.type, w.wo.data, c.dim, H * m.v_head_dim, values_.data(), T, out, pool,

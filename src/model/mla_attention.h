@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "attention/latent_attention.h"
@@ -14,6 +15,7 @@
 #include "kv/forward_batch.h"
 #include "kv/kv_cache.h"
 #include "model/config.h"
+#include "model/mla_decompressed.h"
 #include "model/weights.h"
 
 namespace strata {
@@ -22,8 +24,28 @@ namespace strata {
 // where the file extends the context (DeepSeek's softmax_scale).
 float mla_attention_scale(const ModelConfig& config);
 
+// How a sequence's queries meet the latent cache (`--mla-attention`): absorbed (no
+// per-head K/V; cheapest per query token, so decode), decompressed (keys and values
+// expanded from the latent rows each step, mla_decompressed.h; cheapest for long prefill
+// chunks), or automatic (Model::load's default): decompressed for a sequence with at least
+// kMlaDecompressMinTokens query tokens in the step, absorbed otherwise. The two forms
+// round differently (within 2e-3 of the reference either way), so `auto` makes a prompt's
+// logits depend at float-rounding level on how it was chunked; each sequence still gets
+// what it gets alone, whatever else is in the batch.
+enum class MlaAttentionMode { absorbed, decompressed, automatic };
+// Measured on the deepseek2-1b preset at 4K depth: decompressed is slower at 32-token
+// chunks (18 vs 23 tok/s) and faster at 64 (38 vs 23) (docs/BENCHMARKS.md).
+inline constexpr int64_t kMlaDecompressMinTokens = 64;
+// "absorbed", "decompressed" or "auto"; throws strata::Error naming the flag otherwise.
+MlaAttentionMode mla_attention_mode_from_name(const std::string& name);
+
 class MlaAttention {
  public:
+  // Selects the form; a mode other than absorbed widens W_kb/W_vb to floats once.
+  void configure(MlaAttentionMode mode, const ModelConfig& config,
+                 const std::vector<LayerWeights>& layers);
+  MlaAttentionMode mode() const { return mode_; }
+
   // out (T, dim) = the layer's attention output (after attn_output) for the normed
   // inputs xb (T, dim); writes each token's latent row into `cache`. rope_cos/sin hold
   // rope_dim/2 values per batch token. Buffers are reused across calls.
@@ -34,6 +56,9 @@ class MlaAttention {
 
  private:
   void reserve(const ModelConfig& config, int64_t n_tokens);
+  void absorbed(const ModelConfig& config, const LayerWeights& w, int64_t layer,
+                const ForwardBatch& batch, KvCache& cache, ThreadPool& pool,
+                std::vector<uint8_t>& scratch);
   void project(const ModelConfig& config, const LayerWeights& w, const float* xb, int64_t T,
                ThreadPool& pool, std::vector<uint8_t>& scratch);
 
@@ -48,6 +73,13 @@ class MlaAttention {
   std::vector<float> values_;  // (T, n_heads*v_head_dim)
   std::vector<KvSlot> slots_;  // (T)
   LatentScratch latent_;
+
+  MlaAttentionMode mode_ = MlaAttentionMode::absorbed;
+  MlaDecompressed decompressed_;
+  std::vector<int32_t> seq_tokens_;     // (n_seqs) query tokens of each sequence this step
+  std::vector<int32_t> abs_tokens_;     // batch tokens that attend absorbed
+  std::vector<int32_t> abs_positions_;  // their positions and sequences (a sub-batch)
+  std::vector<int32_t> abs_seq_index_;
 };
 
 }  // namespace strata

@@ -34,8 +34,14 @@ double yarn_frequency_factor(const ModelConfig& c, int64_t pair) {
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& options) {
   const bool mapped = options.memory == WeightMemory::mmap;
-  return from_file(mapped ? gguf::GgufFile::open(path) : gguf::GgufFile::read(path),
-                   options.repack_weights);
+  auto model = from_file(mapped ? gguf::GgufFile::open(path) : gguf::GgufFile::read(path),
+                         options.repack_weights);
+  model->set_mla_attention(options.mla_attention);
+  return model;
+}
+
+void Model::set_mla_attention(MlaAttentionMode mode) {
+  if (config_.mla.enabled()) mla_.configure(mode, config_, weights_.layers);
 }
 
 std::unique_ptr<Model> Model::from_file(gguf::GgufFile file, bool repack_weights) {

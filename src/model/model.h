@@ -36,6 +36,9 @@ class Model {
     // VNNI). Needs owned
     // memory, so it does nothing with WeightMemory::mmap. `--no-repack` turns it off.
     bool repack_weights = true;
+    // MLA models only (`--mla-attention`): absorbed, decompressed or automatic (from_file
+    // leaves a model absorbed; set_mla_attention changes it).
+    MlaAttentionMode mla_attention = MlaAttentionMode::automatic;
   };
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& options);
   static std::unique_ptr<Model> load(const std::string& path,
@@ -45,6 +48,10 @@ class Model {
     return load(path, options);
   }
   static std::unique_ptr<Model> from_file(gguf::GgufFile file, bool repack_weights = true);
+
+  // MLA models: how attention meets the latent cache from now on (nothing otherwise).
+  // Not while a forward pass runs.
+  void set_mla_attention(MlaAttentionMode mode);
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }

@@ -218,5 +218,42 @@ INSTANTIATE_TEST_SUITE_P(Presets, BatchInvariance,
                            return n;
                          });
 
+// The decompressed form of MLA (keys and values expanded from the latent rows) computes
+// the same attention as the absorbed one in another order: both match the reference.
+TEST(MlaDecompressed, MatchesTheScalarReference) {
+  for (const std::string preset : {"deepseek2-tiny", "deepseek2-tiny-fused"}) {
+    const std::string& path = preset_model(preset, DType::F32);
+    const auto want = testing::reference_logits(path, kPrompt);
+    auto model = Model::load(path);
+    model->set_mla_attention(MlaAttentionMode::decompressed);
+    EXPECT_LE(max_abs_diff(engine_logits(*model, kPrompt, kPrompt.size(), 2), want), 2e-3)
+        << preset;
+    EXPECT_LE(max_abs_diff(engine_logits(*model, kPrompt, 9, 1), want), 2e-3) << preset;
+  }
+}
+
+// `auto` attends decompressed for a sequence with 64+ query tokens in the step and
+// absorbed for the others of the same batch: each sequence still gets what it gets alone,
+// and the two forms agree within float rounding.
+TEST(MlaDecompressed, AutoMixesBothFormsInOneBatch) {
+  auto model = Model::load(preset_model("deepseek2-tiny", DType::F32));
+  std::vector<int32_t> long_prompt = {1};
+  for (int i = 1; i < 90; ++i) long_prompt.push_back(100 + (i * 7919) % 30000);
+  const std::vector<std::vector<int32_t>> prompts = {long_prompt,
+                                                     {kPrompt.begin(), kPrompt.begin() + 7}};
+  const int steps = 4;
+  model->set_mla_attention(MlaAttentionMode::absorbed);
+  const auto absorbed = run_batched(*model, prompts, steps);
+  model->set_mla_attention(MlaAttentionMode::automatic);
+  const auto mixed = run_batched(*model, prompts, steps);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto alone = run_batched(*model, {prompts[i]}, steps);
+    EXPECT_LE(max_abs_diff(alone[0], mixed[i]), 1e-5) << "sequence " << i;
+    EXPECT_LE(max_abs_diff(absorbed[i], mixed[i]), 2e-3) << "sequence " << i;
+  }
+  // The long prompt's first logits did come from the other form (not bit-identical).
+  EXPECT_GT(max_abs_diff({absorbed[0][0]}, {mixed[0][0]}), 0.0);
+}
+
 }  // namespace
 }  // namespace strata
