@@ -48,7 +48,8 @@ class Reader {
     return v;
   }
   const uint8_t* take(uint64_t n, const char* field) {
-    if (n > in_.size() - pos_) throw Error(std::string("KV message truncated in field '") + field + "'");
+    if (n > in_.size() - pos_)
+      throw Error(std::string("KV message truncated in field '") + field + "'");
     const uint8_t* p = in_.data() + pos_;
     pos_ += n;
     return p;
@@ -68,11 +69,12 @@ struct Prefix {
 
 Prefix read_prefix(Reader& r, const KvFormatLimits& limits) {
   const uint8_t* magic = r.take(4, "magic");
-  if (std::memcmp(magic, kMagic, 4) != 0) throw Error("KV message: bad magic (not a strata KV message)");
+  if (std::memcmp(magic, kMagic, 4) != 0)
+    throw Error("KV message: bad magic (not a strata KV message)");
   const auto version = r.get<uint16_t>("version");
   if (version != kKvFormatVersion)
-    throw Error("KV message: unsupported version " + std::to_string(version) + " (this build reads " +
-                std::to_string(kKvFormatVersion) + ")");
+    throw Error("KV message: unsupported version " + std::to_string(version) +
+                " (this build reads " + std::to_string(kKvFormatVersion) + ")");
   if (r.get<uint16_t>("flags") != 0) throw Error("KV message: field 'flags' must be 0");
   Prefix p{};
   p.fingerprint = r.get<uint64_t>("model_fingerprint");
@@ -83,8 +85,8 @@ Prefix read_prefix(Reader& r, const KvFormatLimits& limits) {
   p.total_bytes = r.get<uint64_t>("total_bytes");
   auto check = [](uint64_t v, uint64_t lo, uint64_t hi, const char* field) {
     if (v < lo || v > hi)
-      throw Error(std::string("KV message: field '") + field + "' = " + std::to_string(v) + " outside [" +
-                  std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      throw Error(std::string("KV message: field '") + field + "' = " + std::to_string(v) +
+                  " outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   };
   check(p.block_size, 1, limits.max_block_size, "block_size");
   check(p.n_layers, 1, limits.max_layers, "layers");
@@ -96,11 +98,13 @@ Prefix read_prefix(Reader& r, const KvFormatLimits& limits) {
 
 // Wire bytes of everything but the payload, given the counts.
 uint64_t fixed_bytes(uint64_t n_layers, uint64_t salt, uint64_t n_blocks, uint64_t block_size) {
-  const uint64_t per_block = need(checked_add(16, need(checked_mul(block_size, 4), "tokens")), "block record");
+  const uint64_t per_block =
+      need(checked_add(16, need(checked_mul(block_size, 4), "tokens")), "block record");
   uint64_t n = kKvHeaderBytes;
   n = need(checked_add(n, need(checked_mul(n_layers, 12), "layer table")), "layer table");
   n = need(checked_add(n, salt), "salt");
-  n = need(checked_add(n, need(checked_mul(n_blocks, per_block), "block records")), "block records");
+  n = need(checked_add(n, need(checked_mul(n_blocks, per_block), "block records")),
+           "block records");
   return need(checked_add(n, 8), "trailer");
 }
 
@@ -108,13 +112,15 @@ uint64_t fixed_bytes(uint64_t n_layers, uint64_t salt, uint64_t n_blocks, uint64
 
 uint64_t KvMessage::block_payload_bytes() const {
   uint64_t n = 0;
-  for (const auto& l : layers) n = need(checked_add(n, uint64_t{l.k_bytes} + l.v_bytes), "block payload");
+  for (const auto& l : layers)
+    n = need(checked_add(n, uint64_t{l.k_bytes} + l.v_bytes), "block payload");
   return n;
 }
 
 uint64_t KvMessage::payload_offset(size_t block, size_t layer) const {
   uint64_t off = need(checked_mul(block, block_payload_bytes()), "payload offset");
-  for (size_t i = 0; i < layer && i < layers.size(); ++i) off += uint64_t{layers[i].k_bytes} + layers[i].v_bytes;
+  for (size_t i = 0; i < layer && i < layers.size(); ++i)
+    off += uint64_t{layers[i].k_bytes} + layers[i].v_bytes;
   return off;
 }
 
@@ -123,14 +129,15 @@ std::vector<uint8_t> encode_kv_message(const KvMessage& m) {
   if (m.layers.empty()) throw Error("KV message: no layers");
   if (m.block_size == 0) throw Error("KV message: block_size is 0");
   if (m.tokens.size() != n_blocks * m.block_size)
-    throw Error("KV message: " + std::to_string(m.tokens.size()) + " tokens for " + std::to_string(n_blocks) +
-                " blocks of " + std::to_string(m.block_size));
+    throw Error("KV message: " + std::to_string(m.tokens.size()) + " tokens for " +
+                std::to_string(n_blocks) + " blocks of " + std::to_string(m.block_size));
   const uint64_t payload = need(checked_mul(n_blocks, m.block_payload_bytes()), "payload");
   if (m.payload.size() != payload)
-    throw Error("KV message: payload is " + std::to_string(m.payload.size()) + " bytes, layout needs " +
-                std::to_string(payload));
-  const uint64_t total =
-      need(checked_add(fixed_bytes(m.layers.size(), m.salt.size(), n_blocks, m.block_size), payload), "message");
+    throw Error("KV message: payload is " + std::to_string(m.payload.size()) +
+                " bytes, layout needs " + std::to_string(payload));
+  const uint64_t total = need(
+      checked_add(fixed_bytes(m.layers.size(), m.salt.size(), n_blocks, m.block_size), payload),
+      "message");
   std::vector<uint8_t> out;
   out.reserve(total);
   Writer w(out);
@@ -160,7 +167,8 @@ std::vector<uint8_t> encode_kv_message(const KvMessage& m) {
 }
 
 void check_block_keys(const KvMessage& m, uint64_t model_id, uint32_t vocab_size) {
-  if (m.tokens.size() != m.keys.size() * m.block_size) throw Error("KV message: token count does not match blocks");
+  if (m.tokens.size() != m.keys.size() * m.block_size)
+    throw Error("KV message: token count does not match blocks");
   for (int32_t t : m.tokens)
     if (t < 0 || static_cast<uint32_t>(t) >= vocab_size)
       throw Error("KV message: token id " + std::to_string(t) + " outside the vocabulary of " +
@@ -170,12 +178,14 @@ void check_block_keys(const KvMessage& m, uint64_t model_id, uint32_t vocab_size
     const std::span<const int32_t> toks(m.tokens.data() + b * m.block_size, m.block_size);
     const BlockKey k = chain_block_key(parent, toks, m.salt, model_id);
     if (!(k == m.keys[b]))
-      throw Error("KV message: block " + std::to_string(b) + "'s key does not match its tokens (wrong model or salt)");
+      throw Error("KV message: block " + std::to_string(b) +
+                  "'s key does not match its tokens (wrong model or salt)");
     parent = k;
   }
 }
 
-uint64_t kv_message_size_from_header(std::span<const uint8_t> header, const KvFormatLimits& limits) {
+uint64_t kv_message_size_from_header(std::span<const uint8_t> header,
+                                     const KvFormatLimits& limits) {
   Reader r(header);
   return read_prefix(r, limits).total_bytes;
 }
@@ -194,20 +204,24 @@ KvMessage decode_kv_message(std::span<const uint8_t> bytes, const KvFormatLimits
     l.dtype = r.get<uint32_t>("layer dtype");
     l.k_bytes = r.get<uint32_t>("layer k_bytes");
     l.v_bytes = r.get<uint32_t>("layer v_bytes");
-    if (l.k_bytes == 0 || l.k_bytes > limits.max_layer_block_bytes || l.v_bytes > limits.max_layer_block_bytes)
-      throw Error("KV message: layer block sizes " + std::to_string(l.k_bytes) + "/" + std::to_string(l.v_bytes) +
-                  " outside [1, " + std::to_string(limits.max_layer_block_bytes) + "]");
+    if (l.k_bytes == 0 || l.k_bytes > limits.max_layer_block_bytes ||
+        l.v_bytes > limits.max_layer_block_bytes)
+      throw Error("KV message: layer block sizes " + std::to_string(l.k_bytes) + "/" +
+                  std::to_string(l.v_bytes) + " outside [1, " +
+                  std::to_string(limits.max_layer_block_bytes) + "]");
   }
   const uint64_t payload = need(checked_mul(p.n_blocks, m.block_payload_bytes()), "payload");
   const uint64_t expect =
-      need(checked_add(fixed_bytes(p.n_layers, p.salt_bytes, p.n_blocks, p.block_size), payload), "message");
+      need(checked_add(fixed_bytes(p.n_layers, p.salt_bytes, p.n_blocks, p.block_size), payload),
+           "message");
   if (expect != p.total_bytes)
-    throw Error("KV message: field 'total_bytes' = " + std::to_string(p.total_bytes) + " but the layout needs " +
-                std::to_string(expect));
+    throw Error("KV message: field 'total_bytes' = " + std::to_string(p.total_bytes) +
+                " but the layout needs " + std::to_string(expect));
   // The sizes agree; check the checksum before trusting any content.
   uint64_t sum;
   std::memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
-  if (sum != XXH3_64bits(bytes.data(), bytes.size() - 8)) throw Error("KV message: checksum mismatch");
+  if (sum != XXH3_64bits(bytes.data(), bytes.size() - 8))
+    throw Error("KV message: checksum mismatch");
   const uint8_t* salt = r.take(p.salt_bytes, "salt");
   m.salt.assign(reinterpret_cast<const char*>(salt), p.salt_bytes);
   m.keys.resize(p.n_blocks);
@@ -215,8 +229,8 @@ KvMessage decode_kv_message(std::span<const uint8_t> bytes, const KvFormatLimits
   for (size_t b = 0; b < p.n_blocks; ++b) {
     m.keys[b].lo = r.get<uint64_t>("block key");
     m.keys[b].hi = r.get<uint64_t>("block key");
-    std::memcpy(m.tokens.data() + b * p.block_size, r.take(uint64_t{p.block_size} * 4, "block tokens"),
-                size_t{p.block_size} * 4);
+    std::memcpy(m.tokens.data() + b * p.block_size,
+                r.take(uint64_t{p.block_size} * 4, "block tokens"), size_t{p.block_size} * 4);
   }
   const uint8_t* data = r.take(payload, "payload");
   m.payload.assign(data, data + payload);

@@ -79,6 +79,7 @@ inline constexpr size_t kKvHeaderBytes = 4 + 2 + 2 + 8 + 4 * 4 + 8;
 
 // The total wire size the header prefix announces (checked against `limits`), so a
 // transport can bound its read before buffering the message. Throws strata::Error.
-uint64_t kv_message_size_from_header(std::span<const uint8_t> header, const KvFormatLimits& limits = {});
+uint64_t kv_message_size_from_header(std::span<const uint8_t> header,
+                                     const KvFormatLimits& limits = {});
 
 }  // namespace strata::disagg

@@ -2,13 +2,14 @@
 // out-of-limit field is rejected with strata::Error, never anything else (run under
 // ASan to also catch over-reads).
 
+#include "disagg/kv_format.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 
 #include "core/error.h"
-#include "disagg/kv_format.h"
 
 namespace strata::disagg {
 namespace {
@@ -26,7 +27,8 @@ KvMessage sample_message(uint32_t n_blocks = 3) {
   std::optional<BlockKey> parent;
   for (uint32_t b = 0; b < n_blocks; ++b) {
     for (int32_t i = 0; i < 4; ++i) m.tokens.push_back(static_cast<int32_t>(b * 4 + i + 1));
-    parent = chain_block_key(parent, std::span<const int32_t>(m.tokens).subspan(b * 4, 4), m.salt, kModel);
+    parent = chain_block_key(parent, std::span<const int32_t>(m.tokens).subspan(b * 4, 4), m.salt,
+                             kModel);
     m.keys.push_back(*parent);
   }
   m.payload.resize(n_blocks * m.block_payload_bytes());
@@ -142,9 +144,16 @@ TEST(KvFormat, RandomMutationsNeverCrash) {
     const int n = 1 + static_cast<int>(rng() % 8);
     for (int k = 0; k < n; ++k) {
       switch (rng() % 4) {
-        case 0: bytes[rng() % bytes.size()] = static_cast<uint8_t>(rng()); break;
-        case 1: bytes.resize(rng() % (bytes.size() + 1)); break;
-        case 2: bytes.insert(bytes.begin() + static_cast<ptrdiff_t>(rng() % (bytes.size() + 1)), static_cast<uint8_t>(rng())); break;
+        case 0:
+          bytes[rng() % bytes.size()] = static_cast<uint8_t>(rng());
+          break;
+        case 1:
+          bytes.resize(rng() % (bytes.size() + 1));
+          break;
+        case 2:
+          bytes.insert(bytes.begin() + static_cast<ptrdiff_t>(rng() % (bytes.size() + 1)),
+                       static_cast<uint8_t>(rng()));
+          break;
         default:
           if (bytes.size() >= 4) {
             const uint32_t v = static_cast<uint32_t>(rng());
