@@ -1,10 +1,10 @@
 #include "disagg/tcp_transport.h"
 
 #include <algorithm>
-#include <utility>  // before asio: its awaitable.hpp uses std::exchange without it
 #include <boost/asio.hpp>
 #include <chrono>
 #include <cstring>
+#include <utility>  // before asio: its awaitable.hpp uses std::exchange without it
 
 #include "core/error.h"
 
@@ -14,7 +14,9 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-std::chrono::milliseconds to_ms(double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); }
+std::chrono::milliseconds to_ms(double s) {
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+}
 
 // Runs the pending async operation to completion or the deadline; on the deadline the
 // socket is closed (cancelling it) and the phase named `what` throws.
@@ -29,14 +31,16 @@ void run_until(asio::io_context& io, tcp::socket& socket, double timeout_s, cons
   }
 }
 
-void read_exact(asio::io_context& io, tcp::socket& s, void* p, size_t n, double timeout_s, const char* what) {
+void read_exact(asio::io_context& io, tcp::socket& s, void* p, size_t n, double timeout_s,
+                const char* what) {
   boost::system::error_code ec;
   asio::async_read(s, asio::buffer(p, n), [&](boost::system::error_code e, size_t) { ec = e; });
   run_until(io, s, timeout_s, what);
   if (ec) throw Error(std::string("KV transport: ") + what + ": " + ec.message());
 }
 
-void write_all(asio::io_context& io, tcp::socket& s, const void* p, size_t n, double timeout_s, const char* what) {
+void write_all(asio::io_context& io, tcp::socket& s, const void* p, size_t n, double timeout_s,
+               const char* what) {
   boost::system::error_code ec;
   asio::async_write(s, asio::buffer(p, n), [&](boost::system::error_code e, size_t) { ec = e; });
   run_until(io, s, timeout_s, what);
@@ -56,17 +60,20 @@ constexpr uint32_t kMaxReplyBytes = 64 * 1024;
 
 }  // namespace
 
-std::string send_kv_message(const std::string& host, uint16_t port, std::span<const uint8_t> message,
-                            const TcpTransportOptions& o) {
+std::string send_kv_message(const std::string& host, uint16_t port,
+                            std::span<const uint8_t> message, const TcpTransportOptions& o) {
   asio::io_context io;
   tcp::socket s(io);
   boost::system::error_code ec;
   tcp::resolver resolver(io);
   const auto endpoints = resolver.resolve(host, std::to_string(port), ec);
   if (ec) throw Error("KV transport: cannot resolve " + host + ": " + ec.message());
-  asio::async_connect(s, endpoints, [&](boost::system::error_code e, const tcp::endpoint&) { ec = e; });
+  asio::async_connect(s, endpoints,
+                      [&](boost::system::error_code e, const tcp::endpoint&) { ec = e; });
   run_until(io, s, o.io_timeout_s, "connect");
-  if (ec) throw Error("KV transport: connect to " + host + ":" + std::to_string(port) + ": " + ec.message());
+  if (ec)
+    throw Error("KV transport: connect to " + host + ":" + std::to_string(port) + ": " +
+                ec.message());
   s.set_option(tcp::no_delay(true));
   // The rate limit paces 64 KiB chunks against the wall clock since the first byte.
   const size_t chunk = o.rate_limit_bytes_per_s > 0 ? 64 * 1024 : message.size();
@@ -75,7 +82,8 @@ std::string send_kv_message(const std::string& host, uint16_t port, std::span<co
     const size_t n = std::min(chunk, message.size() - at);
     write_all(io, s, message.data() + at, n, o.io_timeout_s, "send");
     if (o.rate_limit_bytes_per_s > 0) {
-      const auto due = start + std::chrono::duration<double>(static_cast<double>(at + n) / o.rate_limit_bytes_per_s);
+      const auto due = start + std::chrono::duration<double>(static_cast<double>(at + n) /
+                                                             o.rate_limit_bytes_per_s);
       std::this_thread::sleep_until(due);
     }
   }
@@ -83,7 +91,8 @@ std::string send_kv_message(const std::string& host, uint16_t port, std::span<co
   read_exact(io, s, head, 5, o.io_timeout_s, "reply");
   uint32_t n;
   std::memcpy(&n, head + 1, 4);
-  if (n > kMaxReplyBytes) throw Error("KV transport: reply of " + std::to_string(n) + " bytes is too long");
+  if (n > kMaxReplyBytes)
+    throw Error("KV transport: reply of " + std::to_string(n) + " bytes is too long");
   std::string text(n, '\0');
   if (n) read_exact(io, s, text.data(), n, o.io_timeout_s, "reply text");
   if (head[0] != 0) throw Error("KV transfer rejected by the receiver: " + text);
@@ -96,7 +105,8 @@ struct TcpKvReceiver::Impl {
   std::atomic<bool> stop{false};
 };
 
-TcpKvReceiver::TcpKvReceiver(const std::string& host, uint16_t port, TcpTransportOptions o, Handler handler)
+TcpKvReceiver::TcpKvReceiver(const std::string& host, uint16_t port, TcpTransportOptions o,
+                             Handler handler)
     : impl_(std::make_unique<Impl>()) {
   boost::system::error_code ec;
   const auto addr = asio::ip::make_address(host, ec);
@@ -105,7 +115,9 @@ TcpKvReceiver::TcpKvReceiver(const std::string& host, uint16_t port, TcpTranspor
   impl_->acceptor.open(ep.protocol());
   impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
   impl_->acceptor.bind(ep, ec);
-  if (ec) throw Error("--kv-listen: cannot bind " + host + ":" + std::to_string(port) + ": " + ec.message());
+  if (ec)
+    throw Error("--kv-listen: cannot bind " + host + ":" + std::to_string(port) + ": " +
+                ec.message());
   impl_->acceptor.listen();
   port_ = impl_->acceptor.local_endpoint().port();
   thread_ = std::thread([this, o, handler = std::move(handler)] {
@@ -130,7 +142,8 @@ TcpKvReceiver::TcpKvReceiver(const std::string& host, uint16_t port, TcpTranspor
         try {
           const uint64_t total = kv_message_size_from_header(msg, o.limits);
           msg.resize(total);
-          read_exact(im.io, s, msg.data() + kKvHeaderBytes, total - kKvHeaderBytes, o.io_timeout_s, "message");
+          read_exact(im.io, s, msg.data() + kKvHeaderBytes, total - kKvHeaderBytes, o.io_timeout_s,
+                     "message");
           text = handler(decode_kv_message(msg, o.limits));
         } catch (const Error& e) {
           status = 1;

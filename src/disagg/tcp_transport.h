@@ -22,15 +22,15 @@
 namespace strata::disagg {
 
 struct TcpTransportOptions {
-  double io_timeout_s = 10;          // deadline of each connect/read/write phase
+  double io_timeout_s = 10;           // deadline of each connect/read/write phase
   double rate_limit_bytes_per_s = 0;  // sender-side cap (0: none), for slow-link experiments
   KvFormatLimits limits;
 };
 
 // Sends `message` (encoded wire bytes) to host:port; returns the receiver's reply text.
 // Throws strata::Error on connection failure, a timeout, or a rejection (its text).
-std::string send_kv_message(const std::string& host, uint16_t port, std::span<const uint8_t> message,
-                            const TcpTransportOptions& options);
+std::string send_kv_message(const std::string& host, uint16_t port,
+                            std::span<const uint8_t> message, const TcpTransportOptions& options);
 
 // Accepts connections on host:port (port 0: any) on its own thread, one connection at a
 // time. `handler` receives each decoded message; its return value is the reply text and
@@ -38,7 +38,8 @@ std::string send_kv_message(const std::string& host, uint16_t port, std::span<co
 class TcpKvReceiver {
  public:
   using Handler = std::function<std::string(KvMessage)>;
-  TcpKvReceiver(const std::string& host, uint16_t port, TcpTransportOptions options, Handler handler);
+  TcpKvReceiver(const std::string& host, uint16_t port, TcpTransportOptions options,
+                Handler handler);
   ~TcpKvReceiver();
   TcpKvReceiver(const TcpKvReceiver&) = delete;
   TcpKvReceiver& operator=(const TcpKvReceiver&) = delete;

@@ -2,15 +2,16 @@
 // sender, a stalled or garbage-sending peer is dropped and the receiver keeps serving,
 // and the rate limit paces the send.
 
+#include "disagg/tcp_transport.h"
+
 #include <gtest/gtest.h>
 
-#include <utility>  // before asio (std::exchange)
 #include <boost/asio.hpp>
 #include <chrono>
 #include <mutex>
+#include <utility>  // before asio (std::exchange)
 
 #include "core/error.h"
-#include "disagg/tcp_transport.h"
 
 namespace strata::disagg {
 namespace {
@@ -24,7 +25,8 @@ KvMessage message_of(size_t payload_blocks, uint32_t layer_bytes) {
   for (size_t b = 0; b < payload_blocks; ++b) {
     m.tokens.push_back(static_cast<int32_t>(b));
     m.tokens.push_back(static_cast<int32_t>(b + 1));
-    parent = chain_block_key(parent, std::span<const int32_t>(m.tokens).subspan(b * 2, 2), m.salt, 7);
+    parent =
+        chain_block_key(parent, std::span<const int32_t>(m.tokens).subspan(b * 2, 2), m.salt, 7);
     m.keys.push_back(*parent);
   }
   m.payload.resize(payload_blocks * m.block_payload_bytes());
@@ -51,7 +53,8 @@ struct Fixture {
 TEST(TcpTransport, MessageArrivesIntact) {
   Fixture f;
   const KvMessage m = message_of(5, 256);
-  EXPECT_EQ(send_kv_message("127.0.0.1", f.receiver->port(), encode_kv_message(m), f.options), "imported");
+  EXPECT_EQ(send_kv_message("127.0.0.1", f.receiver->port(), encode_kv_message(m), f.options),
+            "imported");
   std::lock_guard lock(f.mu);
   ASSERT_EQ(f.got.size(), 1u);
   EXPECT_EQ(f.got[0].payload, m.payload);
@@ -62,7 +65,8 @@ TEST(TcpTransport, RejectionsReachTheSenderAndTheReceiverKeepsServing) {
   Fixture f;
   KvMessage wrong = message_of(2, 64);
   wrong.model_fingerprint = 8;
-  EXPECT_THROW(send_kv_message("127.0.0.1", f.receiver->port(), encode_kv_message(wrong), f.options), Error);
+  EXPECT_THROW(
+      send_kv_message("127.0.0.1", f.receiver->port(), encode_kv_message(wrong), f.options), Error);
   auto corrupt = encode_kv_message(message_of(2, 64));
   corrupt[60] ^= 1;
   try {
@@ -73,7 +77,8 @@ TEST(TcpTransport, RejectionsReachTheSenderAndTheReceiverKeepsServing) {
   }
   const std::vector<uint8_t> garbage(100, 0xab);
   EXPECT_THROW(send_kv_message("127.0.0.1", f.receiver->port(), garbage, f.options), Error);
-  EXPECT_EQ(send_kv_message("127.0.0.1", f.receiver->port(), encode_kv_message(message_of(1, 64)), f.options),
+  EXPECT_EQ(send_kv_message("127.0.0.1", f.receiver->port(), encode_kv_message(message_of(1, 64)),
+                            f.options),
             "imported");
   EXPECT_EQ(f.receiver->rejected(), 3u);
 }
