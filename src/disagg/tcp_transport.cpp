@@ -4,7 +4,6 @@
 #include <boost/asio.hpp>
 #include <chrono>
 #include <cstring>
-#include <utility>  // before asio: its awaitable.hpp uses std::exchange without it
 
 #include "core/error.h"
 

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>  // before any asio header: its awaitable.hpp uses std::exchange
 #include <vector>
 
 #include "disagg/kv_format.h"

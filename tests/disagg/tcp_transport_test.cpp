@@ -9,7 +9,6 @@
 #include <boost/asio.hpp>
 #include <chrono>
 #include <mutex>
-#include <utility>  // before asio (std::exchange)
 
 #include "core/error.h"
 
