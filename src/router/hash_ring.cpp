@@ -34,8 +34,7 @@ uint64_t chwbl_capacity(uint64_t total_in_flight, size_t n_eligible, double load
 }
 
 std::optional<size_t> HashRing::pick(uint64_t key, const std::vector<uint32_t>& loads,
-                                     const std::vector<bool>& eligible,
-                                     double load_factor) const {
+                                     const std::vector<bool>& eligible, double load_factor) const {
   if (loads.size() != n_replicas_ || eligible.size() != n_replicas_ || ring_.empty())
     return std::nullopt;
   uint64_t total = 0;

@@ -29,8 +29,7 @@ class Policy {
 
   // `key`: the request's prefix key (prefix policy; a request without one, e.g. a prompt
   // shorter than a block, goes least-load). nullopt when no replica is eligible.
-  std::optional<size_t> pick(const std::vector<ReplicaLoad>& replicas,
-                             std::optional<uint64_t> key);
+  std::optional<size_t> pick(const std::vector<ReplicaLoad>& replicas, std::optional<uint64_t> key);
 
   PolicyKind kind() const { return kind_; }
 

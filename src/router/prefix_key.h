@@ -25,7 +25,7 @@ struct PrefixKeyConfig {
 };
 
 struct PrefixKey {
-  BlockKey key;       // chained key of the last block counted
+  BlockKey key;        // chained key of the last block counted
   int32_t blocks = 0;  // how many full blocks it covers (>= 1)
   uint64_t route_hash() const { return key.lo; }
 };

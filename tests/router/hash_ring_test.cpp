@@ -1,10 +1,11 @@
 // CHWBL model-free: exact assignments on a fixed ring, and the load bound.
+#include "router/hash_ring.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <numeric>
 
-#include "router/hash_ring.h"
 #include "router/policy.h"
 
 namespace strata::router {
@@ -29,7 +30,8 @@ TEST(HashRingTest, ExactAssignmentsOnAFixedRing) {
   const std::vector<bool> all(3, true);
   // Order of the three points on the ring, found through the keys just above each.
   std::vector<size_t> owners;
-  for (uint64_t probe : {uint64_t{0}, uint64_t{UINT64_MAX}}) owners.push_back(*ring.home(probe, all));
+  for (uint64_t probe : {uint64_t{0}, uint64_t{UINT64_MAX}})
+    owners.push_back(*ring.home(probe, all));
   // Key 0 and key UINT64_MAX both wrap to the first point: the same replica.
   EXPECT_EQ(owners[0], owners[1]);
   // Every key has a home, and homes are stable across calls.

@@ -1,19 +1,22 @@
 // The router's prefix key equals the engine's: same model identity as plan_kv gives the
 // KV manager, same prompt ids as the server's PromptBuilder, keys chained over the
 // blocks the engine would reuse, and cache_salt separating them.
+#include "router/prefix_key.h"
+
 #include <gtest/gtest.h>
 
 #include "engine/engine_core.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
-#include "router/prefix_key.h"
 #include "server/prompt_builder.h"
 #include "support/paths.h"
 
 namespace strata::router {
 namespace {
 
-std::string tiny_model() { return "/work/models/aidreams260K.gguf"; }
+std::string tiny_model() {
+  return "/work/models/aidreams260K.gguf";
+}
 
 TEST(PrefixKeyTest, MatchesTheEngineIdentityAndServerPrompt) {
   if (!std::filesystem::exists(tiny_model())) GTEST_SKIP() << "no " << tiny_model();
@@ -54,8 +57,7 @@ TEST(PrefixKeyTest, MatchesTheEngineIdentityAndServerPrompt) {
 
   // Completions: the text prompt with BOS, as the server builds it.
   const nlohmann::json comp = {{"prompt", doc}};
-  EXPECT_EQ(keyer.prompt_ids(comp, false),
-            server_prompts.completion_prompts({doc}).front().ids);
+  EXPECT_EQ(keyer.prompt_ids(comp, false), server_prompts.completion_prompts({doc}).front().ids);
   // Shorter than one reusable block: no key.
   EXPECT_FALSE(keyer.key({{"prompt", "Hi"}}, false));
 }
