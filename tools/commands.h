@@ -17,9 +17,10 @@ void register_bench_serve(CLI::App& bench);    // a subcommand of bench (tools/b
 void register_batch(CLI::App& app);
 void register_tokenize(CLI::App& app);  // tokenize and detokenize
 void register_template(CLI::App& app);
-void register_serve(CLI::App& app);  // tools/serve.cpp
-void register_eval(CLI::App& app);   // eval needle (tools/eval_needle.cpp)
-void register_heads(CLI::App& app);  // heads score (tools/heads.cpp)
+void register_serve(CLI::App& app);   // tools/serve.cpp
+void register_router(CLI::App& app);  // tools/router.cpp
+void register_eval(CLI::App& app);    // eval needle (tools/eval_needle.cpp)
+void register_heads(CLI::App& app);   // heads score (tools/heads.cpp)
 
 inline void register_commands(CLI::App& app) {
   register_run(app);
@@ -32,6 +33,7 @@ inline void register_commands(CLI::App& app) {
   register_batch(app);
 #ifdef STRATA_HAS_SERVER
   register_serve(app);
+  register_router(app);
 #endif
   register_tokenize(app);
   register_template(app);

@@ -17,23 +17,6 @@
 namespace strata {
 namespace {
 
-// Identity of the loaded model for prefix-cache keys: a hash of its metadata layout
-// and tensor table, so two different files never share cached blocks.
-uint64_t model_identity(const Model& model) {
-  XXH64_state_t* st = XXH64_createState();
-  XXH64_reset(st, 0);
-  for (const auto& t : model.file().tensors()) {
-    XXH64_update(st, t.name.data(), t.name.size());
-    XXH64_update(st, &t.offset, sizeof t.offset);
-    XXH64_update(st, &t.n_bytes, sizeof t.n_bytes);
-  }
-  const uint64_t size = model.file().file_size();
-  XXH64_update(st, &size, sizeof size);
-  const uint64_t h = XXH64_digest(st);
-  XXH64_freeState(st);
-  return h;
-}
-
 int64_t pool_tokens(const Model& model, const EngineConfig& c) {
   const auto& mc = model.config();
   // The paged pool holds the full heads only (all heads when attention is dense; MLA's
@@ -73,6 +56,23 @@ bool asks_nothing(const RequestOptions& o) {
 }
 
 }  // namespace
+
+// Identity of the loaded model for prefix-cache keys: a hash of its metadata layout
+// and tensor table, so two different files never share cached blocks.
+uint64_t model_identity(const gguf::GgufFile& file) {
+  XXH64_state_t* st = XXH64_createState();
+  XXH64_reset(st, 0);
+  for (const auto& t : file.tensors()) {
+    XXH64_update(st, t.name.data(), t.name.size());
+    XXH64_update(st, &t.offset, sizeof t.offset);
+    XXH64_update(st, &t.n_bytes, sizeof t.n_bytes);
+  }
+  const uint64_t size = file.file_size();
+  XXH64_update(st, &size, sizeof size);
+  const uint64_t h = XXH64_digest(st);
+  XXH64_freeState(st);
+  return h;
+}
 
 DType auto_kv_type() {
   return kernels::cpu_has_avx512_bf16() ? DType::BF16 : DType::F16;
@@ -116,7 +116,7 @@ KvPlan plan_kv(const Model& model, const EngineConfig& config) {
   p.manager = {static_cast<int32_t>(p.cache.n_blocks),
                c.block_size,
                c.prefix_cache,
-               model_identity(model),
+               model_identity(model.file()),
                static_cast<int32_t>(p.cache.n_stream_blocks),
                c.head_modes.sink,
                c.head_modes.window};

@@ -66,6 +66,11 @@ struct KvPlan {
 EngineConfig resolved(EngineConfig config, const Model& model);
 KvPlan plan_kv(const Model& model, const EngineConfig& config);
 
+// The model identity in prefix-cache keys (KvManagerConfig::model_id): a hash of the
+// GGUF's tensor table and size, so the router can compute the same keys from the file
+// without loading weights.
+uint64_t model_identity(const gguf::GgufFile& file);
+
 class EngineCore {
  public:
   EngineCore(Model& model, ThreadPool& pool, const EngineConfig& config);
