@@ -91,8 +91,8 @@ std::vector<int32_t> window_of(const std::vector<int32_t>& tokens, const PplPlan
 }
 
 // Token stream and plan of the text under `model`'s tokenizer.
-std::vector<int32_t> tokenize(const Model& model, const EvalFlags& f, PplPlan& plan,
-                              int64_t n_ctx, int32_t& bos) {
+std::vector<int32_t> tokenize(const Model& model, const EvalFlags& f, PplPlan& plan, int64_t n_ctx,
+                              int32_t& bos) {
   const Tokenizer tok = Tokenizer::from_gguf(model.file());
   bos = tok.add_bos() ? tok.bos_id() : -1;
   std::vector<int32_t> ids = tok.encode(read_text(f.text_path), false, false);

@@ -1,13 +1,12 @@
 #include "eval/logit_stats.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <unistd.h>
-
 #include <vector>
 
 #include "core/error.h"
@@ -110,14 +109,14 @@ void expect_rejected(size_t at, char value, bool truncate = false) {
 }
 
 TEST(LogitsFile, HostileFilesAreRejected) {
-  expect_rejected(0, 'X');                  // magic
-  expect_rejected(11, '\x7f');              // n_vocab huge
-  expect_rejected(8, '\0');                 // n_vocab 0 (3 -> 0)
-  expect_rejected(12, '\x05');              // n_ctx 5: first no longer n_ctx/2, size mismatch
-  expect_rejected(19, '\x40');              // n_chunks huge: size mismatch, no allocation
-  expect_rejected(24, '\x09');              // token 9 outside the vocabulary
-  expect_rejected(24 + 32 + 3, '\x7f');     // a log-prob becomes NaN
-  expect_rejected(24 + 32 + 3, '\x3f');     // a log-prob becomes positive
+  expect_rejected(0, 'X');                    // magic
+  expect_rejected(11, '\x7f');                // n_vocab huge
+  expect_rejected(8, '\0');                   // n_vocab 0 (3 -> 0)
+  expect_rejected(12, '\x05');                // n_ctx 5: first no longer n_ctx/2, size mismatch
+  expect_rejected(19, '\x40');                // n_chunks huge: size mismatch, no allocation
+  expect_rejected(24, '\x09');                // token 9 outside the vocabulary
+  expect_rejected(24 + 32 + 3, '\x7f');       // a log-prob becomes NaN
+  expect_rejected(24 + 32 + 3, '\x3f');       // a log-prob becomes positive
   expect_rejected(30, 0, /*truncate=*/true);  // short file
   expect_rejected(4, 0, /*truncate=*/true);   // shorter than the header
 }
