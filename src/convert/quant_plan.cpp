@@ -29,7 +29,8 @@ std::vector<size_t> solve_quant_plan(const std::vector<std::vector<PlanOption>>&
         const PlanOption& o = options[t][i];
         if (o.bytes <= cur.bytes || o.sensitivity >= cur.sensitivity) continue;
         if (used - cur.bytes + o.bytes > budget) continue;
-        const double gain = (cur.sensitivity - o.sensitivity) / static_cast<double>(o.bytes - cur.bytes);
+        const double gain =
+            (cur.sensitivity - o.sensitivity) / static_cast<double>(o.bytes - cur.bytes);
         if (!found || gain > best) {
           best = gain;
           bt = t;
