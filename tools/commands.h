@@ -17,10 +17,11 @@ void register_bench_serve(CLI::App& bench);    // a subcommand of bench (tools/b
 void register_batch(CLI::App& app);
 void register_tokenize(CLI::App& app);  // tokenize and detokenize
 void register_template(CLI::App& app);
-void register_serve(CLI::App& app);   // tools/serve.cpp
-void register_router(CLI::App& app);  // tools/router.cpp
-void register_eval(CLI::App& app);    // eval needle (tools/eval_needle.cpp)
-void register_heads(CLI::App& app);   // heads score (tools/heads.cpp)
+void register_serve(CLI::App& app);          // tools/serve.cpp
+void register_router(CLI::App& app);         // tools/router.cpp
+void register_eval(CLI::App& app);           // eval needle (tools/eval_needle.cpp)
+void register_eval_ppl_kld(CLI::App& eval);  // eval ppl, eval kld (tools/eval_ppl.cpp)
+void register_heads(CLI::App& app);          // heads score (tools/heads.cpp)
 
 inline void register_commands(CLI::App& app) {
   register_run(app);

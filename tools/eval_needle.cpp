@@ -145,6 +145,7 @@ void register_eval(CLI::App& app) {
   cmd->add_option("--seed", f->seed, "seed of the needle and filler draws")->capture_default_str();
   cmd->add_option("-o,--output", f->format, "md (table) or json")->capture_default_str();
   cmd->callback([f] { eval_needle(*f); });
+  register_eval_ppl_kld(*eval);  // tools/eval_ppl.cpp
 }
 
 }  // namespace strata::tools

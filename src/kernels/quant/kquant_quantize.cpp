@@ -81,6 +81,10 @@ AffineFit fit_affine(const float* x, const float* w, int n, int nmax) {
 // magnitudes are reproduced best. Tries grids that put the largest element at
 // -(nmax + 0.1 k) steps for k in [-9, 9]. The scale may be negative.
 float fit_symmetric(const float* x, int n, int nmax) {
+  return fit_symmetric(x, nullptr, n, nmax);
+}
+
+float fit_symmetric(const float* x, const float* importance, int n, int nmax) {
   float amax = 0, max = 0;
   for (int i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -96,7 +100,8 @@ float fit_symmetric(const float* x, int n, int nmax) {
     double slx = 0, sll = 0;
     for (int i = 0; i < n; ++i) {
       const int q = std::clamp(nearest_int(inv_scale * x[i]), -nmax, nmax - 1);
-      const double weight = static_cast<double>(x[i]) * x[i];
+      double weight = static_cast<double>(x[i]) * x[i];
+      if (importance) weight *= importance[i];
       slx += weight * x[i] * q;
       sll += weight * q * q;
     }

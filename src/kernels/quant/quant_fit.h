@@ -18,6 +18,10 @@ AffineFit fit_affine(const float* x, const float* w, int n, int nmax);
 // Fit of value = scale * q with q in [-nmax, nmax - 1], weighting each element by x^2.
 // The scale may be negative; 0 for an all-zero group.
 float fit_symmetric(const float* x, int n, int nmax);
+// The same with each element's weight x^2 further multiplied by importance[i] (the
+// activation mass its input channel sees, from --calib); null means all ones. Not yet
+// called by the quantizers: --calib does not exist yet.
+float fit_symmetric(const float* x, const float* importance, int n, int nmax);
 
 // Packs 8 6-bit scales and mins into Q4_K's (and Q5_K's) 12 bytes.
 void pack_q4_k_scales(const int* ls, const int* lm, uint8_t* scales);
