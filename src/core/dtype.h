@@ -41,6 +41,7 @@ enum class DType : uint32_t {
   Q8_0_X16 = 66,
   Q6_K_X16 = 67,
   Q8_K_X16A = 68,
+  Q4_K_X16 = 69,
 };
 
 struct DTypeInfo {
