@@ -42,6 +42,7 @@ enum class DType : uint32_t {
   Q6_K_X16 = 67,
   Q8_K_X16A = 68,
   Q4_K_X16 = 69,
+  Q5_K_X16 = 70,
 };
 
 struct DTypeInfo {

@@ -1,8 +1,8 @@
 // The internal interleaved layouts (Q4_0_X16 and Q8_0_X16 weights, Q8_0_X16A
-// activations; Q6_K_X16 and Q4_K_X16 weights, Q8_K_X16A activations): repacking is a lossless byte
-// move, the activation layout is the same whichever level converts it, the scalar models agree with
-// the file layouts' kernels up to float rounding, and the AVX2 and AVX-512 kernels agree with the
-// scalar models bit for bit for every tile shape.
+// activations; Q6_K_X16, Q4_K_X16 and Q5_K_X16 weights, Q8_K_X16A activations): repacking is a
+// lossless byte move, the activation layout is the same whichever level converts it, the scalar
+// models agree with the file layouts' kernels up to float rounding, and the AVX2 and AVX-512
+// kernels agree with the scalar models bit for bit for every tile shape.
 #include "kernels/quant/interleaved.h"
 
 #include <gtest/gtest.h>
@@ -32,7 +32,8 @@ struct Pair {
 const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16, DType::Q8_0, DType::Q8_0_X16A},
                        {DType::Q8_0, DType::Q8_0_X16, DType::Q8_0, DType::Q8_0_X16A},
                        {DType::Q6_K, DType::Q6_K_X16, DType::Q8_K, DType::Q8_K_X16A},
-                       {DType::Q4_K, DType::Q4_K_X16, DType::Q8_K, DType::Q8_K_X16A}};
+                       {DType::Q4_K, DType::Q4_K_X16, DType::Q8_K, DType::Q8_K_X16A},
+                       {DType::Q5_K, DType::Q5_K_X16, DType::Q8_K, DType::Q8_K_X16A}};
 
 // The fp16 super-block scales of a repacked row: leading each X16 group (16 of them, one
 // per block), or the last field of each Q6_K_X16 block.
@@ -41,6 +42,10 @@ uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
   // Q4_K_X16: the sub-block scale multiplier d of block 0 and the min multiplier of block 1.
   if (p.x16 == DType::Q4_K_X16) {
     auto* blocks = reinterpret_cast<BlockQ4_Kx16*>(row);
+    return i == 0 ? &blocks[0].d : &blocks[1].dmin;
+  }
+  if (p.x16 == DType::Q5_K_X16) {
+    auto* blocks = reinterpret_cast<BlockQ5_Kx16*>(row);
     return i == 0 ? &blocks[0].d : &blocks[1].dmin;
   }
   return reinterpret_cast<uint16_t*>(row) + i;
@@ -115,6 +120,8 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_EQ(repacked_weight_type(DType::Q4_K, 200), DType::Q4_K);
   EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q4_K_X16, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q6_K_X16, buf.data(), 1, 512), Error);
+  EXPECT_EQ(repacked_weight_type(DType::Q5_K, 2048), avx2 ? DType::Q5_K_X16 : DType::Q5_K);
+  EXPECT_THROW(repack_weight_rows(DType::Q5_K, DType::Q4_K_X16, buf.data(), 1, 512), Error);
 }
 
 TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {

@@ -139,7 +139,7 @@ struct BlockQ8_K {
 };
 
 // --- strata-internal layouts (DType::Q4_0_X16, Q8_0_X16, Q8_0_X16A, Q6_K_X16, Q8_K_X16A,
-// Q4_K_X16; never in files) ---
+// Q4_K_X16, Q5_K_X16; never in files) ---
 //
 // Q4_0 and Q8_0 weights regrouped at load, 16 consecutive blocks of a row per group, so
 // that one 512-bit vpdpbusd lane serves one block: int32 lane b accumulates block b's
@@ -225,7 +225,20 @@ struct BlockQ4_Kx16 {
   uint8_t qs[kQK_K / 2];
 };
 
+// Q5_K_X16: Q4_K_X16 with the fifth bits, one bit per element in lane order:
+//   qh[8k + n / 8] bit n % 8 (k < 4, n = 4j + i < 64): the high bit of element 16j + 4k + i,
+//                     so 64-bit word k is a byte mask of quant vector k (AVX-512BW)
+//   d, dmin, scales, qs   as in Q4_K_X16
+struct BlockQ5_Kx16 {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+
 static_assert(sizeof(BlockQ4_Kx16) == 144);
+static_assert(sizeof(BlockQ5_Kx16) == 176);
 static_assert(sizeof(BlockQ6_Kx16) == 210);
 static_assert(sizeof(BlockQ8_Kx16A) == 324);
 static_assert(sizeof(BlockQ4_0x16) == 288);
