@@ -26,10 +26,10 @@ inline __m256i load32(const void* p) {
 inline __m256i high_bits(const uint8_t* p) {
   uint32_t bits;
   std::memcpy(&bits, p, 4);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(bits)),
-      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
-                       3, 3, 3, 3, 3, 3));
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
   const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
@@ -70,8 +70,9 @@ void gemm_tile(int64_t nb, const BlockQ5_Kx16* w, const uint8_t* a, int64_t a_st
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
-        const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(q0h, load32(ab.qs + 32 * h)),
-                                             _mm256_maddubs_epi16(q1h, load32(ab.qs + 64 + 32 * h)));
+        const __m256i p01 =
+            _mm256_add_epi16(_mm256_maddubs_epi16(q0h, load32(ab.qs + 32 * h)),
+                             _mm256_maddubs_epi16(q1h, load32(ab.qs + 64 + 32 * h)));
         const __m256i p23 =
             _mm256_add_epi16(_mm256_maddubs_epi16(q2h, load32(ab.qs + 128 + 32 * h)),
                              _mm256_maddubs_epi16(q3h, load32(ab.qs + 192 + 32 * h)));

@@ -59,8 +59,8 @@ void gemm_tile(int64_t nb, const BlockQ5_Kx16* w, const uint8_t* a, int64_t a_st
       const __m512i scaled = _mm512_mullo_epi32(_mm512_add_epi32(lanes, odd), scales);
       const __m512i min_terms = _mm512_mullo_epi32(_mm512_loadu_si512(ab.bias), mins);
       acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * ab.d), _mm512_cvtepi32_ps(scaled), acc[t]);
-      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dmw * ab.d * 0.03125f),
-                               _mm512_cvtepi32_ps(min_terms), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dmw * ab.d * 0.03125f), _mm512_cvtepi32_ps(min_terms),
+                               acc[t]);
     }
   }
 #pragma GCC unroll 4
