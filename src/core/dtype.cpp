@@ -39,12 +39,14 @@ constexpr std::array<Entry, 22> kTable = {{
 }};
 
 // Layouts that exist only in memory (core/dtype.h).
-constexpr std::array<Entry, 5> kInternal = {{
+constexpr std::array<Entry, 7> kInternal = {{
     {DType::Q4_0_X16, {"q4_0_x16", 512, 16 * (2 + 16)}},
     {DType::Q8_0_X16A, {"q8_0_x16a", 512, 512 + 16 * 4 + 16 * 4}},
     {DType::Q8_0_X16, {"q8_0_x16", 512, 16 * (2 + 32)}},
     {DType::Q6_K_X16, {"q6_k_x16", 256, 128 + 64 + 16 + 2}},
     {DType::Q8_K_X16A, {"q8_k_x16a", 256, 256 + 16 * 4 + 4}},
+    {DType::Q4_K_X16, {"q4_k_x16", 256, 2 + 2 + 12 + 128}},
+    {DType::Q5_K_X16, {"q5_k_x16", 256, 2 + 2 + 12 + 32 + 128}},
 }};
 
 }  // namespace

@@ -41,6 +41,8 @@ enum class DType : uint32_t {
   Q8_0_X16 = 66,
   Q6_K_X16 = 67,
   Q8_K_X16A = 68,
+  Q4_K_X16 = 69,
+  Q5_K_X16 = 70,
 };
 
 struct DTypeInfo {

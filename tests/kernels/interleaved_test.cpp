@@ -1,8 +1,8 @@
 // The internal interleaved layouts (Q4_0_X16 and Q8_0_X16 weights, Q8_0_X16A
-// activations; Q6_K_X16 weights, Q8_K_X16A activations): repacking is a lossless byte move, the
-// activation layout is the same whichever level converts it, the scalar models agree with the file
-// layouts' kernels up to float rounding, and the AVX2 and AVX-512 kernels agree with the scalar
-// models bit for bit for every tile shape.
+// activations; Q6_K_X16, Q4_K_X16 and Q5_K_X16 weights, Q8_K_X16A activations): repacking is a
+// lossless byte move, the activation layout is the same whichever level converts it, the scalar
+// models agree with the file layouts' kernels up to float rounding, and the AVX2 and AVX-512
+// kernels agree with the scalar models bit for bit for every tile shape.
 #include "kernels/quant/interleaved.h"
 
 #include <gtest/gtest.h>
@@ -31,12 +31,23 @@ struct Pair {
 };
 const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16, DType::Q8_0, DType::Q8_0_X16A},
                        {DType::Q8_0, DType::Q8_0_X16, DType::Q8_0, DType::Q8_0_X16A},
-                       {DType::Q6_K, DType::Q6_K_X16, DType::Q8_K, DType::Q8_K_X16A}};
+                       {DType::Q6_K, DType::Q6_K_X16, DType::Q8_K, DType::Q8_K_X16A},
+                       {DType::Q4_K, DType::Q4_K_X16, DType::Q8_K, DType::Q8_K_X16A},
+                       {DType::Q5_K, DType::Q5_K_X16, DType::Q8_K, DType::Q8_K_X16A}};
 
 // The fp16 super-block scales of a repacked row: leading each X16 group (16 of them, one
 // per block), or the last field of each Q6_K_X16 block.
 uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
   if (p.x16 == DType::Q6_K_X16) return &reinterpret_cast<BlockQ6_Kx16*>(row)[i].d;
+  // Q4_K_X16: the sub-block scale multiplier d of block 0 and the min multiplier of block 1.
+  if (p.x16 == DType::Q4_K_X16) {
+    auto* blocks = reinterpret_cast<BlockQ4_Kx16*>(row);
+    return i == 0 ? &blocks[0].d : &blocks[1].dmin;
+  }
+  if (p.x16 == DType::Q5_K_X16) {
+    auto* blocks = reinterpret_cast<BlockQ5_Kx16*>(row);
+    return i == 0 ? &blocks[0].d : &blocks[1].dmin;
+  }
   return reinterpret_cast<uint16_t*>(row) + i;
 }
 
@@ -64,8 +75,8 @@ TEST(Interleaved, LayoutsHaveTheSizeOfWhatTheyReplace) {
   EXPECT_EQ(row_bytes(DType::Q6_K_X16, 2048), row_bytes(DType::Q6_K, 2048));
   EXPECT_EQ(dtype_info(DType::Q8_K_X16A).type_size, sizeof(BlockQ8_Kx16A));
   // Internal ids are not file types: a GGUF naming them is rejected by the reader.
-  for (DType t :
-       {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16, DType::Q8_K_X16A}) {
+  for (DType t : {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16,
+                  DType::Q8_K_X16A, DType::Q4_K_X16}) {
     EXPECT_FALSE(dtype_info(static_cast<uint32_t>(t)).has_value());
     EXPECT_FALSE(dtype_from_name(dtype_name(t)).has_value());
   }
@@ -98,7 +109,6 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_THROW(repack_weight_rows(DType::Q8_0, DType::Q4_0_X16, buf.data(), 1, 512), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q4_0, DType::Q8_0_X16, buf.data(), 1, 512), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q4_0_X16, buf.data(), 1, 512), Error);
-  EXPECT_EQ(repacked_weight_type(DType::Q4_K, 2048), DType::Q4_K);
   EXPECT_EQ(repacked_weight_type(DType::Q4_0, 480), DType::Q4_0);
   const bool avx2 = cpu_kernel_isa() >= KernelIsa::avx2;
   EXPECT_EQ(repacked_weight_type(DType::Q4_0, 2048), avx2 ? DType::Q4_0_X16 : DType::Q4_0);
@@ -106,6 +116,12 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_THROW(repack_weight_rows(DType::Q6_K, DType::Q6_K_X16, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q6_K, DType::Q4_0_X16, buf.data(), 1, 512), Error);
   EXPECT_EQ(repacked_weight_type(DType::Q6_K, 2048), avx2 ? DType::Q6_K_X16 : DType::Q6_K);
+  EXPECT_EQ(repacked_weight_type(DType::Q4_K, 2048), avx2 ? DType::Q4_K_X16 : DType::Q4_K);
+  EXPECT_EQ(repacked_weight_type(DType::Q4_K, 200), DType::Q4_K);
+  EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q4_K_X16, buf.data(), 1, 200), Error);
+  EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q6_K_X16, buf.data(), 1, 512), Error);
+  EXPECT_EQ(repacked_weight_type(DType::Q5_K, 2048), avx2 ? DType::Q5_K_X16 : DType::Q5_K);
+  EXPECT_THROW(repack_weight_rows(DType::Q5_K, DType::Q4_K_X16, buf.data(), 1, 512), Error);
 }
 
 TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {

@@ -138,8 +138,8 @@ struct BlockQ8_K {
   int16_t bsums[kQK_K / 16];
 };
 
-// --- strata-internal layouts (DType::Q4_0_X16, Q8_0_X16, Q8_0_X16A, Q6_K_X16, Q8_K_X16A;
-// never in files) ---
+// --- strata-internal layouts (DType::Q4_0_X16, Q8_0_X16, Q8_0_X16A, Q6_K_X16, Q8_K_X16A,
+// Q4_K_X16, Q5_K_X16; never in files) ---
 //
 // Q4_0 and Q8_0 weights regrouped at load, 16 consecutive blocks of a row per group, so
 // that one 512-bit vpdpbusd lane serves one block: int32 lane b accumulates block b's
@@ -210,6 +210,35 @@ struct BlockQ8_Kx16A {
   float d;
 };
 
+// Q4_K_X16: one Q4_K super-block with its quants in the lane order of Q6_K_X16's ql, so
+// that int32 lane j (j < 16) works on the 16 elements 16j .. 16j + 15, the half j % 2 of
+// Q4_K sub-block j / 2:
+//   qs[64c + 4j + i]  (c < 2) low nibble: element 16j + 4c + i (quant vector c); high
+//                     nibble: element 16j + 4(c + 2) + i (vector c + 2)
+//   d, dmin, scales   as in Q4_K (value = d * sc[j / 2] * q - dmin * m[j / 2])
+// The activations are Q8_K_X16A: its bias[j] = -32 * the sum of sub-block j's quants
+// carries the min term (the 4-bit quants need no bias, they are unsigned already).
+struct BlockQ4_Kx16 {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qs[kQK_K / 2];
+};
+
+// Q5_K_X16: Q4_K_X16 with the fifth bits, one bit per element in lane order:
+//   qh[8k + n / 8] bit n % 8 (k < 4, n = 4j + i < 64): the high bit of element 16j + 4k + i,
+//                     so 64-bit word k is a byte mask of quant vector k (AVX-512BW)
+//   d, dmin, scales, qs   as in Q4_K_X16
+struct BlockQ5_Kx16 {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+
+static_assert(sizeof(BlockQ4_Kx16) == 144);
+static_assert(sizeof(BlockQ5_Kx16) == 176);
 static_assert(sizeof(BlockQ6_Kx16) == 210);
 static_assert(sizeof(BlockQ8_Kx16A) == 324);
 static_assert(sizeof(BlockQ4_0x16) == 288);

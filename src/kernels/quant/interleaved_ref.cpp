@@ -22,9 +22,11 @@
 namespace strata::kernels {
 
 DType repacked_weight_type(DType type, int64_t cols) {
-  if (type == DType::Q6_K) {
+  if (type == DType::Q6_K || type == DType::Q4_K || type == DType::Q5_K) {
     const bool ok = cols > 0 && cols % kQK_K == 0 && cpu_kernel_isa() >= KernelIsa::avx2;
-    return ok ? DType::Q6_K_X16 : type;
+    if (!ok) return type;
+    if (type == DType::Q6_K) return DType::Q6_K_X16;
+    return type == DType::Q4_K ? DType::Q4_K_X16 : DType::Q5_K_X16;
   }
   if (cols <= 0 || cols % kQKX16 != 0 || cpu_kernel_isa() < KernelIsa::avx2) return type;
   if (type == DType::Q4_0) return DType::Q4_0_X16;
@@ -60,6 +62,12 @@ void repack_weight_rows(DType from, DType to, void* data, int64_t rows, int64_t 
   } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q6_K &&
              to == DType::Q6_K_X16) {
     repack_groups<BlockQ6_K, BlockQ6_Kx16, arrange_q6_k_x16, 1>(data, rows * (cols / kQK_K));
+  } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q4_K &&
+             to == DType::Q4_K_X16) {
+    repack_groups<BlockQ4_K, BlockQ4_Kx16, arrange_q4_k_x16, 1>(data, rows * (cols / kQK_K));
+  } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q5_K &&
+             to == DType::Q5_K_X16) {
+    repack_groups<BlockQ5_K, BlockQ5_Kx16, arrange_q5_k_x16, 1>(data, rows * (cols / kQK_K));
   } else {
     throw Error("kernels: cannot repack " + std::string(dtype_name(from)) + " rows of " +
                 std::to_string(cols) + " elements as " + std::string(dtype_name(to)));

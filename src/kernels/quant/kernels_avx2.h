@@ -44,6 +44,15 @@ void q4_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const voi
 
 // Q6_K_X16 weights against Q8_K_X16A activations (kquant_x16_avx2.cpp); bit-identical to
 // ref::q6_k_x16_vec_dot and the AVX-512 kernel.
+// Q4_K_X16 weights against Q8_K_X16A activations (kquant_q4_x16_avx2.cpp); bit-identical
+// to ref::q4_k_x16_vec_dot and the AVX-512 kernel.
+float q4_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q5_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// Q5_K_X16 likewise (kquant_q5_x16_avx2.cpp).
+float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q4_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);

@@ -42,6 +42,15 @@ void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
 
 // Q6_K_X16 weights against Q8_K_X16A activations (kquant_x16_avx512.cpp); bit-identical to
 // ref::q6_k_x16_vec_dot.
+// Q4_K_X16 weights against Q8_K_X16A activations (kquant_q4_x16_avx512.cpp); bit-identical
+// to ref::q4_k_x16_vec_dot.
+float q4_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q5_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// Q5_K_X16 likewise (kquant_q5_x16_avx512.cpp).
+float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q4_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);

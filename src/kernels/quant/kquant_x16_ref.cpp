@@ -1,0 +1,187 @@
+// Q4_K_X16 and Q5_K_X16 (blocks.h): the byte moves between Q4_K/Q5_K and their repacked
+// layouts, and the scalar reference kernels that model kquant_q{4,5}_x16_{avx512,avx2}.cpp.
+//
+// ref::q4_k_x16_vec_dot is an exact model of those kernels, not a double-precision
+// yardstick like ref::q4_k_vec_dot: lane j (16 elements, half j % 2 of Q4_K sub-block
+// j / 2) sums its 16 products exactly in int32 and is multiplied by sc[j / 2]; the min
+// term of the lane is bias[j] * m[j / 2] (bias = -32 * the lane's activation sum, exact);
+// both are below 2^24 in magnitude, so their float conversions are exact. Then
+// acc[j] = fma(d * d_a, float(scaled), acc[j]) and acc[j] = fma(dmin * d_a / 32,
+// float(mins), acc[j]) over the blocks, and the lane tree of q6_k_x16_vec_dot. So each
+// output agrees with both kernels bit for bit (tests/kernels/kquant_x16_test.cpp) and with
+// the file layout's kernels up to float rounding.
+#include <cmath>
+#include <cstring>
+
+#include "core/fp16.h"
+#include "kernels/quant/interleaved.h"
+#include "kernels/quant/kernels_ref.h"
+
+namespace strata::kernels {
+
+namespace {
+
+// Byte (within qs) and nibble shift of element e in Q4_K (64-element chunk e / 64: its
+// first 32 elements are the low nibbles of qs[32 * chunk ..], the next 32 the high) and
+// in Q4_K_X16 (e = 16j + 4k + i: byte 64 * (k % 2) + 4j + i, nibble k / 2).
+struct NibblePlace {
+  int byte, shift;
+};
+NibblePlace q4_k_place(int e) {
+  return {32 * (e / 64) + e % 32, 4 * ((e % 64) / 32)};
+}
+NibblePlace q4_k_x16_place(int e) {
+  const int j = e / 16, k = (e % 16) / 4, i = e % 4;
+  return {64 * (k % 2) + 4 * j + i, 4 * (k / 2)};
+}
+
+void move_nibbles(const uint8_t* qs, NibblePlace (*from)(int), uint8_t* out,
+                  NibblePlace (*to)(int)) {
+  std::memset(out, 0, kQK_K / 2);
+  for (int e = 0; e < kQK_K; ++e) {
+    const NibblePlace f = from(e), t = to(e);
+    out[t.byte] = static_cast<uint8_t>(out[t.byte] | ((qs[f.byte] >> f.shift) & 15) << t.shift);
+  }
+}
+
+// Q5_K: the fifth bit of element e is bit e / 32 of qh[e % 32]; Q5_K_X16: bit n % 8 of
+// qh[8k + n / 8] for e = 16j + 4k + i, n = 4j + i.
+int q5_k_high(const uint8_t* qh, int e) {
+  return (qh[e % 32] >> (e / 32)) & 1;
+}
+int q5_k_x16_high(const uint8_t* qh, int e) {
+  const int j = e / 16, k = (e % 16) / 4, n = 4 * j + e % 4;
+  return (qh[8 * k + n / 8] >> (n % 8)) & 1;
+}
+void set_q5_k_high(uint8_t* qh, int e) {
+  qh[e % 32] = static_cast<uint8_t>(qh[e % 32] | 1 << (e / 32));
+}
+void set_q5_k_x16_high(uint8_t* qh, int e) {
+  const int j = e / 16, k = (e % 16) / 4, n = 4 * j + e % 4;
+  qh[8 * k + n / 8] = static_cast<uint8_t>(qh[8 * k + n / 8] | 1 << (n % 8));
+}
+
+}  // namespace
+
+void arrange_q4_k_x16(const BlockQ4_K* src, BlockQ4_Kx16* dst) {
+  move_nibbles(src->qs, q4_k_place, dst->qs, q4_k_x16_place);
+  std::memcpy(dst->scales, src->scales, sizeof(dst->scales));
+  dst->d = src->d;
+  dst->dmin = src->dmin;
+}
+
+void unarrange_q4_k_x16(const BlockQ4_Kx16& src, BlockQ4_K* dst) {
+  move_nibbles(src.qs, q4_k_x16_place, dst->qs, q4_k_place);
+  std::memcpy(dst->scales, src.scales, sizeof(dst->scales));
+  dst->d = src.d;
+  dst->dmin = src.dmin;
+}
+
+void arrange_q5_k_x16(const BlockQ5_K* src, BlockQ5_Kx16* dst) {
+  move_nibbles(src->qs, q4_k_place, dst->qs, q4_k_x16_place);
+  std::memset(dst->qh, 0, sizeof(dst->qh));
+  for (int e = 0; e < kQK_K; ++e) {
+    if (q5_k_high(src->qh, e)) set_q5_k_x16_high(dst->qh, e);
+  }
+  std::memcpy(dst->scales, src->scales, sizeof(dst->scales));
+  dst->d = src->d;
+  dst->dmin = src->dmin;
+}
+
+void unarrange_q5_k_x16(const BlockQ5_Kx16& src, BlockQ5_K* dst) {
+  move_nibbles(src.qs, q4_k_x16_place, dst->qs, q4_k_place);
+  std::memset(dst->qh, 0, sizeof(dst->qh));
+  for (int e = 0; e < kQK_K; ++e) {
+    if (q5_k_x16_high(src.qh, e)) set_q5_k_high(dst->qh, e);
+  }
+  std::memcpy(dst->scales, src.scales, sizeof(dst->scales));
+  dst->d = src.d;
+  dst->dmin = src.dmin;
+}
+
+namespace ref {
+
+void q4_k_x16_to_float(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ4_Kx16*>(src);
+  BlockQ4_K block;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    unarrange_q4_k_x16(blocks[b], &block);
+    q4_k_to_float(&block, dst + b * kQK_K, kQK_K);
+  }
+}
+
+void q4_k_x16_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ4_K, BlockQ4_Kx16, q4_k_from_float, arrange_q4_k_x16, kQK_K>(src, dst, n);
+}
+
+float q4_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  const auto* wb = static_cast<const BlockQ4_Kx16*>(w);
+  const auto* ab = static_cast<const BlockQ8_Kx16A*>(a);
+  float acc[kQK_K / 16] = {};
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float scale = fp16_to_fp32(wb[b].d) * ab[b].d;
+    const float min_scale = fp16_to_fp32(wb[b].dmin) * ab[b].d * 0.03125f;
+    for (int j = 0; j < kQK_K / 16; ++j) {
+      int sc, m;
+      q4_k_scale_min(wb[b].scales, j / 2, &sc, &m);
+      int32_t lane = 0;
+      for (int k = 0; k < 4; ++k) {
+        for (int i = 0; i < 4; ++i) {
+          const int q = (wb[b].qs[64 * (k % 2) + 4 * j + i] >> (4 * (k / 2))) & 15;
+          lane += q * ab[b].qs[64 * k + 4 * j + i];
+        }
+      }
+      acc[j] = std::fma(scale, static_cast<float>(lane * sc), acc[j]);
+      acc[j] = std::fma(min_scale, static_cast<float>(ab[b].bias[j] * m), acc[j]);
+    }
+  }
+  for (int width = kQK_K / 32; width >= 1; width /= 2) {
+    for (int i = 0; i < width; ++i) acc[i] += acc[i + width];
+  }
+  return acc[0];
+}
+
+void q5_k_x16_to_float(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ5_Kx16*>(src);
+  BlockQ5_K block;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    unarrange_q5_k_x16(blocks[b], &block);
+    q5_k_to_float(&block, dst + b * kQK_K, kQK_K);
+  }
+}
+
+void q5_k_x16_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ5_K, BlockQ5_Kx16, q5_k_from_float, arrange_q5_k_x16, kQK_K>(src, dst, n);
+}
+
+// The steps of q4_k_x16_vec_dot with 5-bit quants.
+float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  const auto* wb = static_cast<const BlockQ5_Kx16*>(w);
+  const auto* ab = static_cast<const BlockQ8_Kx16A*>(a);
+  float acc[kQK_K / 16] = {};
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float scale = fp16_to_fp32(wb[b].d) * ab[b].d;
+    const float min_scale = fp16_to_fp32(wb[b].dmin) * ab[b].d * 0.03125f;
+    for (int j = 0; j < kQK_K / 16; ++j) {
+      int sc, m;
+      q4_k_scale_min(wb[b].scales, j / 2, &sc, &m);
+      int32_t lane = 0;
+      for (int k = 0; k < 4; ++k) {
+        for (int i = 0; i < 4; ++i) {
+          const int q = ((wb[b].qs[64 * (k % 2) + 4 * j + i] >> (4 * (k / 2))) & 15) |
+                        q5_k_x16_high(wb[b].qh, 16 * j + 4 * k + i) << 4;
+          lane += q * ab[b].qs[64 * k + 4 * j + i];
+        }
+      }
+      acc[j] = std::fma(scale, static_cast<float>(lane * sc), acc[j]);
+      acc[j] = std::fma(min_scale, static_cast<float>(ab[b].bias[j] * m), acc[j]);
+    }
+  }
+  for (int width = kQK_K / 32; width >= 1; width /= 2) {
+    for (int i = 0; i < width; ++i) acc[i] += acc[i + width];
+  }
+  return acc[0];
+}
+
+}  // namespace ref
+}  // namespace strata::kernels
