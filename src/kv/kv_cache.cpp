@@ -29,9 +29,11 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
       throw Error("kv cache: a latent (MLA) cache is f32, f16 or bf16 only; '" +
                   std::string(dtype_name(config.dtype)) + "' is not supported for MLA models");
     }
-    if (config.head_dim % kv_quant::kGroup != 0) {
-      throw Error("kv cache: a q8_0 cache quantizes head_dim in groups of 32, so head_dim (" +
-                  std::to_string(config.head_dim) + ") must be a multiple of 32");
+    if (kv_quant::group_size(config.head_dim) == 0) {
+      throw Error(
+          "kv cache: a q8_0 cache quantizes head_dim in groups of 32 (or 16), so "
+          "head_dim (" +
+          std::to_string(config.head_dim) + ") must be a multiple of 16");
     }
   }
   // Quantized tiles hold int8 elements (plus their scales, counted in tile_bytes_).

@@ -10,7 +10,7 @@
 //           so 16 consecutive dimensions of one value share one scale.
 // Attention dequantizes a fold's tiles (<= kMaxFoldBlocks blocks) into per-thread f32
 // scratch in the f32 tile layout and folds those (attention/kv_dequant.h); there is no
-// dequantized copy of the cache. Needs head_dim % 32 == 0.
+// dequantized copy of the cache. Needs head_dim % 16 == 0 (group_size).
 #pragma once
 
 #include <cmath>
@@ -23,14 +23,20 @@
 
 namespace strata::kv_quant {
 
-constexpr int64_t kGroup = 32;
+// Elements per scale: 32 (as GGUF's Q8_0), or 16 for a head_dim that is a multiple of 16
+// only (the tiny models' 16); 0 where neither divides head_dim (not supported).
+inline int64_t group_size(int64_t head_dim) {
+  return head_dim % 32 == 0 ? 32 : head_dim % 16 == 0 ? 16 : 0;
+}
 
-inline bool quantized(DType t) { return t == DType::Q8_0; }
+inline bool quantized(DType t) {
+  return t == DType::Q8_0;
+}
 
 // Bytes one token's K (or V) row of one KV head takes in a tile of type t.
 inline size_t row_bytes(DType t, int64_t head_dim) {
   const auto hd = static_cast<size_t>(head_dim);
-  if (t == DType::Q8_0) return hd + hd / kGroup * 2;
+  if (t == DType::Q8_0) return hd + hd / static_cast<size_t>(group_size(head_dim)) * 2;
   return hd * dtype_info(t).type_size;
 }
 
@@ -44,6 +50,7 @@ inline void store_q8_0(uint8_t* tile, bool keys, const float* src, int64_t slot,
                        int64_t hd) {
   auto* q = reinterpret_cast<int8_t*>(tile);
   auto* scales = reinterpret_cast<uint16_t*>(tile + q8_scale_offset(bs, hd));
+  const int64_t kGroup = group_size(hd);
   const int64_t n_groups = hd / kGroup;
   for (int64_t g = 0; g < n_groups; ++g) {
     float amax = 0.0f;

@@ -29,8 +29,8 @@ Tile make_tile(int64_t bs, int64_t hd, uint32_t seed) {
   for (auto& x : t.src) x = normal(rng);
   // An outlier group, an all-zero group (scale 0) and a constant one.
   t.src[3] = 1e4f;
-  for (int64_t d = 0; d < 32 && bs > 1; ++d) t.src[static_cast<size_t>(hd + d)] = 0.0f;
-  for (int64_t d = 0; d < 32 && bs > 2; ++d) t.src[static_cast<size_t>(2 * hd + d)] = -0.5f;
+  for (int64_t d = 0; d < 16 && bs > 1; ++d) t.src[static_cast<size_t>(hd + d)] = 0.0f;
+  for (int64_t d = 0; d < 16 && bs > 2; ++d) t.src[static_cast<size_t>(2 * hd + d)] = -0.5f;
   const size_t bytes = static_cast<size_t>(bs) * kv_quant::row_bytes(DType::Q8_0, hd);
   t.k.assign(bytes, 0xAB);
   t.v.assign(bytes, 0xCD);
@@ -45,7 +45,7 @@ using Dequant = void (*)(const uint8_t*, bool, int64_t, int64_t, float*);
 
 void expect_same_as_reference(Dequant f, const char* name) {
   for (int64_t bs : {16, 8, 20, 32}) {
-    for (int64_t hd : {32, 64, 128}) {
+    for (int64_t hd : {16, 32, 48, 64, 128}) {
       const Tile t = make_tile(bs, hd, static_cast<uint32_t>(bs * 1000 + hd));
       for (bool keys : {true, false}) {
         std::vector<float> want(t.src.size()), got(t.src.size(), -1.0f);
@@ -60,19 +60,20 @@ void expect_same_as_reference(Dequant f, const char* name) {
 
 TEST(KvDequant, ReferenceRoundTripsWithinHalfAStep) {
   for (int64_t bs : {16, 8}) {
-    for (int64_t hd : {32, 128}) {
+    for (int64_t hd : {16, 32, 128}) {
       const Tile t = make_tile(bs, hd, 7);
       for (bool keys : {true, false}) {
         std::vector<float> out(t.src.size());
         reference_kv_dequant().q8_0((keys ? t.k : t.v).data(), keys, bs, hd, out.data());
         for (int64_t s = 0; s < bs; ++s) {
-          for (int64_t g = 0; g < hd / 32; ++g) {
+          const int64_t gs = kv_quant::group_size(hd);
+          for (int64_t g = 0; g < hd / gs; ++g) {
             float amax = 0;
-            for (int64_t i = 0; i < 32; ++i)
-              amax = std::fmax(amax, std::fabs(t.src[size_t(s * hd + g * 32 + i)]));
+            for (int64_t i = 0; i < gs; ++i)
+              amax = std::fmax(amax, std::fabs(t.src[size_t(s * hd + g * gs + i)]));
             const float step = fp16_to_fp32(fp32_to_fp16(amax / 127.0f));
-            for (int64_t i = 0; i < 32; ++i) {
-              const int64_t d = g * 32 + i;
+            for (int64_t i = 0; i < gs; ++i) {
+              const int64_t d = g * gs + i;
               const int64_t at =
                   keys ? kv_layout::key_index(d, s, bs) : kv_layout::value_index(s, d, hd);
               // Half a step of rounding, plus the f16 rounding of the scale at the group max.
