@@ -36,7 +36,11 @@ inline bool quantized(DType t) {
 // Bytes one token's K (or V) row of one KV head takes in a tile of type t.
 inline size_t row_bytes(DType t, int64_t head_dim) {
   const auto hd = static_cast<size_t>(head_dim);
-  if (t == DType::Q8_0) return hd + hd / static_cast<size_t>(group_size(head_dim)) * 2;
+  if (t == DType::Q8_0) {
+    // An unsupported head_dim (group 0) is rejected by KvCache; size it as one group.
+    const int64_t g = group_size(head_dim);
+    return hd + (g > 0 ? hd / static_cast<size_t>(g) : 1) * 2;
+  }
   return hd * dtype_info(t).type_size;
 }
 

@@ -94,13 +94,15 @@ void check(const char* name, const std::string& gguf, const nlohmann::json& ref)
   print(name, "f16 cache vs f32 cache", f16);
   const Drift bf16 = drift(gguf, gguf, ref, DType::BF16);
   print(name, "bf16 cache vs f32 cache", bf16);
-  const Drift q8 = drift(gguf, gguf, ref, DType::Q8_0);
-  print(name, "q8_0 cache vs f32 cache", q8);
   EXPECT_GE(bf16.positions, 200u);
-  // A q8_0 cache (int8 per 32 elements, 1.06 bytes/element) costs less than Q8_0 weights
-  // and keeps the argmax nearly everywhere.
-  EXPECT_LT(q8.mean_kl, weights.mean_kl) << name;
-  EXPECT_GE(q8.top1_agree, 0.97) << name;
+  // A q8_0 cache (int8 per 32 elements, or 16 at head_dim 16) costs less than Q8_0
+  // weights and keeps the argmax nearly everywhere; it needs head_dim % 16 == 0.
+  if (Model::load(gguf)->config().head_dim % 16 == 0) {
+    const Drift q8 = drift(gguf, gguf, ref, DType::Q8_0);
+    print(name, "q8_0 cache vs f32 cache", q8);
+    EXPECT_LT(q8.mean_kl, weights.mean_kl) << name;
+    EXPECT_GE(q8.top1_agree, 0.97) << name;
+  }
   // bf16 attention costs far less than Q8_0 weights do, and f16 storage less again.
   EXPECT_LT(bf16.mean_kl, weights.mean_kl / 5) << name;
   EXPECT_GE(bf16.top1_agree, 0.97) << name;
