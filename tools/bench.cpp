@@ -17,6 +17,7 @@
 #include "kernels/cpu/roofline.h"
 #include "kernels/quant/traits.h"
 #include "kv/kv_manager.h"
+#include "kv/kv_quant.h"
 #include "model/model.h"
 #include "runner/model_runner.h"
 #include "tools/commands.h"
@@ -105,6 +106,12 @@ class BenchRunner {
       for (auto& x : tile) x = normal(rng);
       if (kc.dtype == DType::F32) {
         std::memcpy(dst, tile.data(), tile.size() * sizeof(float));
+      } else if (kv_quant::quantized(kc.dtype)) {
+        // Quantized tiles are int8 plus scales (kv/kv_quant.h); keys or values alike.
+        for (int64_t j = 0; j < kc.block_size; ++j) {
+          kv_quant::store_q8_0(dst, true, tile.data() + j * kc.head_dim, j, kc.block_size,
+                               kc.head_dim);
+        }
       } else {
         const bool bf16 =
             kc.dtype == DType::BF16;  // random either way, so the pairing does not matter

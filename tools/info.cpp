@@ -6,6 +6,7 @@
 #include <string>
 
 #include "eval/head_map.h"
+#include "kv/kv_quant.h"
 #include "model/model.h"
 #include "tools/commands.h"
 
@@ -88,8 +89,10 @@ void register_info(CLI::App& app) {
           static_cast<long long>(c.n_layers * c.n_heads *
                                  (m.qk_nope_dim + c.rope_dim + m.v_head_dim) * 2));
     } else {
-      std::printf("kv per token:   %zu bytes (f32), %zu bytes (f16)\n",
-                  model->kv_bytes_per_token(4), model->kv_bytes_per_token(2));
+      std::printf("kv per token:   %zu bytes (f32), %zu bytes (f16/bf16), %zu bytes (q8_0)\n",
+                  model->kv_bytes_per_token(4), model->kv_bytes_per_token(2),
+                  static_cast<size_t>(2 * c.n_layers * c.n_kv_heads) *
+                      kv_quant::row_bytes(DType::Q8_0, c.head_dim));
     }
     if (c.yarn.factor > 0.0f) {
       std::printf("rope scaling:   yarn, factor %g, original context %lld, mscale_all_dim %g\n",

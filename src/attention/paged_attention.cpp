@@ -6,9 +6,11 @@
 #include <limits>
 #include <string>
 
+#include "attention/kv_dequant.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/prefetch.h"
+#include "kv/kv_quant.h"
 #include "kv/tile_layout.h"
 
 namespace strata {
@@ -23,10 +25,11 @@ constexpr int64_t kQueryTile = 16;
 
 // Scratch layout per thread, for a group of kQueryTile tokens x n_rep query heads (rows):
 // the group's query rows copied contiguous, scores (rows*fold_scratch_row(block_size)),
-// accumulators (rows*head_dim), running max and sum (one per row). K/V tiles are read in
-// place.
+// accumulators (rows*head_dim), running max and sum (one per row), and room for one
+// fold's K and V tiles in f32 (kMaxFoldBlocks of each), where a quantized cache's tiles
+// are dequantized before each fold. f32/f16/bf16 tiles are read in place.
 struct ScratchLayout {
-  size_t q, scores, acc, max, sum, total;
+  size_t q, scores, acc, max, sum, tiles, total;
 };
 
 ScratchLayout layout(const AttentionShape& s, int64_t bs) {
@@ -37,7 +40,8 @@ ScratchLayout layout(const AttentionShape& s, int64_t bs) {
   l.acc = l.scores + rows * static_cast<size_t>(attention::fold_scratch_row(bs));
   l.max = l.acc + rows * static_cast<size_t>(s.head_dim);
   l.sum = l.max + rows;
-  l.total = l.sum + rows;
+  l.tiles = l.sum + rows;
+  l.total = l.tiles + static_cast<size_t>(2 * attention::kMaxFoldBlocks * bs * s.head_dim);
   return l;
 }
 
@@ -45,6 +49,7 @@ ScratchLayout layout(const AttentionShape& s, int64_t bs) {
 // cache's element type at the places kv/tile_layout.h gives them.
 void store_slot(uint8_t* tile, DType dtype, bool keys, const float* src, int64_t slot, int64_t bs,
                 int64_t hd) {
+  if (dtype == DType::Q8_0) return kv_quant::store_q8_0(tile, keys, src, slot, bs, hd);
   auto index = [&](int64_t d) {
     if (dtype == DType::BF16) {
       return keys ? kv_layout::bf16_key_index(d, slot, bs)
@@ -188,8 +193,12 @@ void AttentionPass::run_item(int64_t item, int tid) const {
   const attention::TileElem elem = cfg.dtype == DType::F16    ? attention::TileElem::f16
                                    : cfg.dtype == DType::BF16 ? attention::TileElem::bf16
                                                               : attention::TileElem::f32;
-  const size_t tile_bytes = static_cast<size_t>(bs * hd) * cache.element_size();
+  const size_t tile_bytes = cache.tile_bytes();
+  const bool quantized = kv_quant::quantized(cfg.dtype);
+  const attention::KvDequantKernels& dq = attention::kv_dequant();
   float* buf = scratch_.thread_buffer(tid);
+  float* ktiles = buf + lay.tiles;
+  float* vtiles = ktiles + attention::kMaxFoldBlocks * bs * hd;
   float* qbuf = buf + lay.q;
   float* scores = buf + lay.scores;
   float* acc = buf + lay.acc;
@@ -217,6 +226,15 @@ void AttentionPass::run_item(int64_t item, int tid) const {
       const int32_t block = table[static_cast<size_t>(bi0 + b)];
       tile.kt[b] = cache.k_tile(layer, block, g);
       tile.v[b] = cache.v_tile(layer, block, g);
+      if (quantized) {
+        // Dequantized here, one fold's tiles at a time, into this thread's scratch.
+        float* kd = ktiles + b * bs * hd;
+        float* vd = vtiles + b * bs * hd;
+        dq.q8_0(static_cast<const uint8_t*>(tile.kt[b]), true, bs, hd, kd);
+        dq.q8_0(static_cast<const uint8_t*>(tile.v[b]), false, bs, hd, vd);
+        tile.kt[b] = kd;
+        tile.v[b] = vd;
+      }
     }
     tile.q = qbuf + i0 * nr * hd;
     tile.n_q = (i1 - i0) * nr;
@@ -317,7 +335,7 @@ void AttentionPass::prefetch_decode_tiles(int64_t g0, int64_t g1) const {
   const int64_t bs = cache_.config().block_size;
   const int64_t n_blocks = batch_.positions[0] / bs + 1;
   const int64_t first = std::min<int64_t>(n_blocks, tk_.fold_blocks);
-  const size_t tile_bytes = static_cast<size_t>(bs * shape_.head_dim) * cache_.element_size();
+  const size_t tile_bytes = cache_.tile_bytes();
   auto tile = [&](int64_t bi, int64_t g) {
     const int32_t block = seq.block_table[static_cast<size_t>(bi)];
     const uint8_t* k = cache_.k_tile(layer_, block, g);

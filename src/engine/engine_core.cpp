@@ -10,6 +10,7 @@
 #include "engine/engine_trace.h"
 #include "engine/request_validation.h"
 #include "kernels/quant/traits.h"
+#include "kv/kv_quant.h"
 #include "spec/draft_model_proposer.h"
 #include "spec/early_exit_proposer.h"
 #include "spec/ngram_proposer.h"
@@ -21,11 +22,14 @@ int64_t pool_tokens(const Model& model, const EngineConfig& c) {
   const auto& mc = model.config();
   // The paged pool holds the full heads only (all heads when attention is dense; MLA's
   // one latent row per layer, which the model's own figure counts).
+  // A head's K (or V) row in bytes: quantized types carry their scales (kv/kv_quant.h).
+  const auto row = static_cast<int64_t>(kv_quant::row_bytes(c.kv_type, mc.head_dim));
   const auto element = static_cast<int64_t>(dtype_info(c.kv_type).type_size);
   const int64_t bytes_per_token =
-      c.head_modes.dense()
-          ? static_cast<int64_t>(model.kv_bytes_per_token(static_cast<size_t>(element)))
-          : 2 * std::max<int64_t>(1, c.head_modes.n_full()) * mc.head_dim * element;
+      !c.head_modes.dense() ? 2 * std::max<int64_t>(1, c.head_modes.n_full()) * row
+      : kv_quant::quantized(c.kv_type)
+          ? 2 * mc.n_layers * mc.n_kv_heads * row  // MLA is rejected by KvCache
+          : static_cast<int64_t>(model.kv_bytes_per_token(static_cast<size_t>(element)));
   int64_t tokens = c.kv_cache_tokens;
   if (tokens <= 0 && c.kv_cache_mem > 0)
     tokens = static_cast<int64_t>(c.kv_cache_mem) / bytes_per_token;

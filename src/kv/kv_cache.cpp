@@ -4,13 +4,15 @@
 
 #include "core/checked.h"
 #include "core/error.h"
+#include "kv/kv_quant.h"
 
 namespace strata {
 
 KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
-  if (config.dtype != DType::F32 && config.dtype != DType::F16 && config.dtype != DType::BF16) {
+  if (config.dtype != DType::F32 && config.dtype != DType::F16 && config.dtype != DType::BF16 &&
+      !kv_quant::quantized(config.dtype)) {
     throw Error("kv cache: unsupported element type '" + std::string(dtype_name(config.dtype)) +
-                "' (use f32, f16 or bf16)");
+                "' (use f32, f16, bf16 or q8_0)");
   }
   if (config.n_layers <= 0 || config.n_kv_heads <= 0 || config.head_dim <= 0 ||
       config.block_size <= 0 || config.n_blocks <= 0) {
@@ -22,8 +24,23 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
                 std::to_string(config.block_size) +
                 ") must be even; use an f16 cache (--kv-type f16)");
   }
-  element_size_ = dtype_info(config.dtype).type_size;
+  if (kv_quant::quantized(config.dtype)) {
+    if (config.latent) {
+      throw Error("kv cache: a latent (MLA) cache is f32, f16 or bf16 only; '" +
+                  std::string(dtype_name(config.dtype)) + "' is not supported for MLA models");
+    }
+    if (kv_quant::group_size(config.head_dim) == 0) {
+      throw Error(
+          "kv cache: a q8_0 cache quantizes head_dim in groups of 32 (or 16), so "
+          "head_dim (" +
+          std::to_string(config.head_dim) + ") must be a multiple of 16");
+    }
+  }
+  // Quantized tiles hold int8 elements (plus their scales, counted in tile_bytes_).
+  element_size_ = kv_quant::quantized(config.dtype) ? 1 : dtype_info(config.dtype).type_size;
   tile_elems_ = config.block_size * config.head_dim;
+  tile_bytes_ =
+      static_cast<size_t>(config.block_size) * kv_quant::row_bytes(config.dtype, config.head_dim);
   const HeadModes& m = config.modes;
   if (!m.dense()) {
     if (m.n_layers != config.n_layers || m.n_kv_heads != config.n_kv_heads ||
@@ -60,8 +77,7 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
     }
   }
   for (int p = 0; p < 2; ++p) {
-    auto bytes = checked_mul(static_cast<uint64_t>(tiles[p]), static_cast<uint64_t>(tile_elems_));
-    if (bytes) bytes = checked_mul(*bytes, element_size_);
+    auto bytes = checked_mul(static_cast<uint64_t>(tiles[p]), static_cast<uint64_t>(tile_bytes_));
     if (!bytes || *bytes > (uint64_t{1} << 46)) throw Error("kv cache: size overflows");
     // Zero-initialised so a read of a never-written slot is deterministic (it is masked
     // anyway); on huge pages, since attention reads it one 4 KiB tile at a time from all
@@ -73,15 +89,15 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
 
 size_t KvCache::bytes_per_token() const {
   const int64_t parts = config_.latent ? 1 : 2;
-  return static_cast<size_t>(parts * config_.n_layers * config_.n_kv_heads * config_.head_dim) *
-         element_size_;
+  return static_cast<size_t>(parts * config_.n_layers * config_.n_kv_heads) *
+         kv_quant::row_bytes(config_.dtype, config_.head_dim);
 }
 
 size_t KvCache::pool_bytes_per_token(int p) const {
   int64_t heads = 0;
   for (int64_t l = 0; l < config_.n_layers; ++l) heads += layer_heads_[p][static_cast<size_t>(l)];
   const int64_t parts = config_.latent ? 1 : 2;
-  return static_cast<size_t>(parts * heads * config_.head_dim) * element_size_;
+  return static_cast<size_t>(parts * heads) * kv_quant::row_bytes(config_.dtype, config_.head_dim);
 }
 
 }  // namespace strata

@@ -20,7 +20,8 @@ struct KvCacheConfig {
   int64_t head_dim = 0;
   int64_t block_size = 16;  // tokens per block
   int64_t n_blocks = 0;
-  DType dtype = DType::F32;  // F32, F16 or BF16 (even head_dim and block_size)
+  DType dtype = DType::F32;  // F32, F16, BF16 (even head_dim and block_size) or Q8_0
+                             // (head_dim % 32 == 0, not latent; kv/kv_quant.h)
   // Sparse attention: streaming heads' K/V live in a second pool of n_stream_blocks
   // blocks (addressed through a sequence's stream table), full heads' in the first.
   // Dense modes (the default) leave the second pool empty and the layout unchanged.
@@ -37,7 +38,10 @@ class KvCache {
   explicit KvCache(const KvCacheConfig& config);
 
   const KvCacheConfig& config() const { return config_; }
+  // Bytes of one stored element (1 for q8_0, whose scales are extra: use tile_bytes()).
   size_t element_size() const { return element_size_; }
+  // Bytes of one (block, head) tile of keys or of values, scales included.
+  size_t tile_bytes() const { return tile_bytes_; }
   // Bytes of K plus V (the latent row with MLA) for one token across all layers and heads
   // (dense).
   size_t bytes_per_token() const;
@@ -84,15 +88,15 @@ class KvCache {
     // a head's consecutive tiles n_kv_heads tiles apart, and decode attention at 4K context
     // ran at half the speed).
     const int64_t n_blocks = p == kFull ? config_.n_blocks : config_.n_stream_blocks;
-    return static_cast<size_t>((layer_base_[p][l] + head_index_[lh] * n_blocks + block) *
-                               tile_elems_) *
-           element_size_;
+    return static_cast<size_t>(layer_base_[p][l] + head_index_[lh] * n_blocks + block) *
+           tile_bytes_;
   }
   size_t pool_bytes_per_token(int p) const;
 
   KvCacheConfig config_;
   size_t element_size_;
   int64_t tile_elems_;               // block_size * head_dim
+  size_t tile_bytes_;                // bytes of one tile
   std::vector<int64_t> head_index_;  // [layer * n_kv_heads + head]: index among its mode's heads
   std::vector<int64_t> layer_heads_[2];  // [pool][layer]: heads of that mode in the layer
   std::vector<int64_t> layer_base_[2];   // [pool][layer]: first tile of the layer in the pool

@@ -1,5 +1,5 @@
 // Paged attention against a naive reference: random Q/K/V, scattered block tables,
-// GQA groups, several sequences in one batch, f32, f16 and bf16 KV storage.
+// GQA groups, several sequences in one batch, f32, f16, bf16 and q8_0 KV storage.
 #include "attention/paged_attention.h"
 
 #include <gtest/gtest.h>
@@ -64,6 +64,23 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
                                  : x;
   };
   const double tol = bf16 ? 8e-3 : 2e-5;
+  // q8_0 storage: each token head's row in groups of 32, scale max|x|/127 rounded to f16,
+  // elements rounded to the nearest multiple of it (the attention itself is f32).
+  std::vector<float> ks = k, vs = v;
+  if (c.dtype == DType::Q8_0) {
+    for (auto* buf : {&ks, &vs}) {
+      const size_t gs = c.head_dim % 32 == 0 ? 32 : 16;
+      for (size_t g0 = 0; g0 < buf->size(); g0 += gs) {
+        float amax = 0;
+        for (size_t i = 0; i < gs; ++i) amax = std::max(amax, std::fabs((*buf)[g0 + i]));
+        const float sc = fp16_to_fp32(fp32_to_fp16(amax / 127.0f));
+        for (size_t i = 0; i < gs; ++i) {
+          float& x = (*buf)[g0 + i];
+          x = sc > 0 ? std::nearbyint(x / sc) * sc : 0.0f;
+        }
+      }
+    }
+  }
 
   write_kv(cache, 0, batch, k.data(), v.data());
   ThreadPool pool(2);
@@ -89,7 +106,7 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
         for (int64_t d = 0; d < c.head_dim; ++d) {
           const float qd = q[size_t(t * q_dim + h * c.head_dim + d)];
           dot += double(bf16 ? stored(qd) : qd) *
-                 stored(k[size_t((first + j) * kv_dim + g * c.head_dim + d)]);
+                 stored(ks[size_t((first + j) * kv_dim + g * c.head_dim + d)]);
         }
         w[size_t(j)] = dot * shape.scale;
         mx = std::max(mx, w[size_t(j)]);
@@ -98,7 +115,7 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
       for (int64_t d = 0; d < c.head_dim; ++d) {
         double ref = 0;
         for (int64_t j = 0; j <= pos; ++j) {
-          ref += w[size_t(j)] / sum * stored(v[size_t((first + j) * kv_dim + g * c.head_dim + d)]);
+          ref += w[size_t(j)] / sum * stored(vs[size_t((first + j) * kv_dim + g * c.head_dim + d)]);
         }
         ASSERT_NEAR(out[size_t(t * q_dim + h * c.head_dim + d)], ref, tol)
             << "token " << t << " head " << h << " dim " << d;
@@ -111,7 +128,21 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, PagedAttentionTest,
     ::testing::Values(Case{4, 4, 16, 16, DType::F32}, Case{8, 2, 32, 16, DType::F32},
                       Case{8, 1, 64, 8, DType::F32}, Case{6, 3, 16, 4, DType::F16},
-                      Case{8, 2, 64, 16, DType::BF16}, Case{6, 3, 16, 4, DType::BF16}));
+                      Case{8, 2, 64, 16, DType::BF16}, Case{6, 3, 16, 4, DType::BF16},
+                      Case{8, 2, 64, 16, DType::Q8_0}, Case{4, 4, 32, 8, DType::Q8_0},
+                      Case{8, 1, 128, 16, DType::Q8_0}, Case{4, 2, 16, 16, DType::Q8_0}));
+
+TEST(PagedAttention, Q8CacheRejectsMlaAndOddHeadDim) {
+  KvCacheConfig c{1, 1, 40, 16, 4, DType::Q8_0, {}, 0};
+  EXPECT_THROW(KvCache{c}, Error);  // head_dim not a multiple of 16
+  c.head_dim = 64;
+  c.latent = true;
+  EXPECT_THROW(KvCache{c}, Error);  // MLA's latent cache stays f32/f16/bf16
+  c.latent = false;
+  const KvCache cache(c);
+  EXPECT_EQ(cache.tile_bytes(), size_t{16 * (64 + 2 * 2)});
+  EXPECT_EQ(cache.bytes_per_token(), size_t{2 * (64 + 4)});
+}
 
 TEST(PagedAttention, WriteOutsideBlockTableThrows) {
   KvCache cache({1, 1, 4, 4, 2, DType::F32, {}, 0});

@@ -1,9 +1,9 @@
 // What the KV cache's element type costs in accuracy on real trained weights: each
 // reference case's prompt and 200-token greedy continuation fed at once (teacher forcing,
 // so one early difference does not change every later position), with f16 and bf16
-// caches against an f32 cache. f32 itself is held to the reference by the other golden
-// tests. For scale, the same figures for Q8_0 weights (f32 cache) against the f32
-// weights. The figures are printed (docs/BENCHMARKS.md quotes them) and bounded.
+// caches (and a q8_0 one) against an f32 cache. f32 itself is held to the reference by the other
+// golden tests. For scale, the same figures for Q8_0 weights (f32 cache) against the f32 weights.
+// The figures are printed (docs/BENCHMARKS.md quotes them) and bounded.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -84,17 +84,25 @@ void print(const char* name, const char* what, const Drift& d) {
 }
 
 void check(const char* name, const std::string& gguf, const nlohmann::json& ref) {
-  const std::string q8 = testing::scratch_dir() + "/" + name + ".kvp.q8_0.gguf";
-  const auto r = testing::run_command(testing::strata_bin() + " quantize '" + gguf + "' '" + q8 +
+  const std::string q8w = testing::scratch_dir() + "/" + name + ".kvp.q8_0.gguf";
+  const auto r = testing::run_command(testing::strata_bin() + " quantize '" + gguf + "' '" + q8w +
                                       "' --type q8_0 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  const Drift weights = drift(gguf, q8, ref, DType::F32);
+  const Drift weights = drift(gguf, q8w, ref, DType::F32);
   print(name, "Q8_0 weights vs f32 weights", weights);
   const Drift f16 = drift(gguf, gguf, ref, DType::F16);
   print(name, "f16 cache vs f32 cache", f16);
   const Drift bf16 = drift(gguf, gguf, ref, DType::BF16);
   print(name, "bf16 cache vs f32 cache", bf16);
   EXPECT_GE(bf16.positions, 200u);
+  // A q8_0 cache (int8 per 32 elements, or 16 at head_dim 16) costs less than Q8_0
+  // weights and keeps the argmax nearly everywhere; it needs head_dim % 16 == 0.
+  if (Model::load(gguf)->config().head_dim % 16 == 0) {
+    const Drift q8 = drift(gguf, gguf, ref, DType::Q8_0);
+    print(name, "q8_0 cache vs f32 cache", q8);
+    EXPECT_LT(q8.mean_kl, weights.mean_kl) << name;
+    EXPECT_GE(q8.top1_agree, 0.97) << name;
+  }
   // bf16 attention costs far less than Q8_0 weights do, and f16 storage less again.
   EXPECT_LT(bf16.mean_kl, weights.mean_kl / 5) << name;
   EXPECT_GE(bf16.top1_agree, 0.97) << name;

@@ -1,0 +1,114 @@
+// q8_0 KV tiles: quantizing a slot and dequantizing the tile round-trips within half a
+// scale step, and the AVX2 / AVX-512 dequantizers give the reference's bits.
+#include "attention/kv_dequant.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/fp16.h"
+#include "kernels/quant/traits.h"
+#include "kv/kv_quant.h"
+
+namespace strata::attention {
+namespace {
+
+struct Tile {
+  int64_t bs, hd;
+  std::vector<float> src;  // [slot][d]
+  std::vector<uint8_t> k, v;
+};
+
+Tile make_tile(int64_t bs, int64_t hd, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  Tile t{bs, hd, std::vector<float>(static_cast<size_t>(bs * hd)), {}, {}};
+  for (auto& x : t.src) x = normal(rng);
+  // An outlier group, an all-zero group (scale 0) and a constant one.
+  t.src[3] = 1e4f;
+  for (int64_t d = 0; d < 16 && bs > 1; ++d) t.src[static_cast<size_t>(hd + d)] = 0.0f;
+  for (int64_t d = 0; d < 16 && bs > 2; ++d) t.src[static_cast<size_t>(2 * hd + d)] = -0.5f;
+  const size_t bytes = static_cast<size_t>(bs) * kv_quant::row_bytes(DType::Q8_0, hd);
+  t.k.assign(bytes, 0xAB);
+  t.v.assign(bytes, 0xCD);
+  for (int64_t s = 0; s < bs; ++s) {
+    kv_quant::store_q8_0(t.k.data(), true, t.src.data() + s * hd, s, bs, hd);
+    kv_quant::store_q8_0(t.v.data(), false, t.src.data() + s * hd, s, bs, hd);
+  }
+  return t;
+}
+
+using Dequant = void (*)(const uint8_t*, bool, int64_t, int64_t, float*);
+
+void expect_same_as_reference(Dequant f, const char* name) {
+  for (int64_t bs : {16, 8, 20, 32}) {
+    for (int64_t hd : {16, 32, 48, 64, 128}) {
+      const Tile t = make_tile(bs, hd, static_cast<uint32_t>(bs * 1000 + hd));
+      for (bool keys : {true, false}) {
+        std::vector<float> want(t.src.size()), got(t.src.size(), -1.0f);
+        reference_kv_dequant().q8_0((keys ? t.k : t.v).data(), keys, bs, hd, want.data());
+        f((keys ? t.k : t.v).data(), keys, bs, hd, got.data());
+        ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+            << name << " bs " << bs << " hd " << hd << (keys ? " keys" : " values");
+      }
+    }
+  }
+}
+
+TEST(KvDequant, ReferenceRoundTripsWithinHalfAStep) {
+  for (int64_t bs : {16, 8}) {
+    for (int64_t hd : {16, 32, 128}) {
+      const Tile t = make_tile(bs, hd, 7);
+      for (bool keys : {true, false}) {
+        std::vector<float> out(t.src.size());
+        reference_kv_dequant().q8_0((keys ? t.k : t.v).data(), keys, bs, hd, out.data());
+        for (int64_t s = 0; s < bs; ++s) {
+          const int64_t gs = kv_quant::group_size(hd);
+          for (int64_t g = 0; g < hd / gs; ++g) {
+            float amax = 0;
+            for (int64_t i = 0; i < gs; ++i)
+              amax = std::fmax(amax, std::fabs(t.src[size_t(s * hd + g * gs + i)]));
+            const float step = fp16_to_fp32(fp32_to_fp16(amax / 127.0f));
+            for (int64_t i = 0; i < gs; ++i) {
+              const int64_t d = g * gs + i;
+              const int64_t at =
+                  keys ? kv_layout::key_index(d, s, bs) : kv_layout::value_index(s, d, hd);
+              // Half a step of rounding, plus the f16 rounding of the scale at the group max.
+              EXPECT_NEAR(out[size_t(at)], t.src[size_t(s * hd + d)], 0.5f * step + amax * 1e-3f)
+                  << "slot " << s << " d " << d << (keys ? " keys" : " values");
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(KvDequant, NonFiniteInputsDoNotCrash) {
+  std::vector<float> row(32, 1.0f);
+  row[0] = std::nanf("");
+  row[1] = INFINITY;
+  std::vector<uint8_t> tile(static_cast<size_t>(16) * kv_quant::row_bytes(DType::Q8_0, 32));
+  kv_quant::store_q8_0(tile.data(), true, row.data(), 0, 16, 32);
+  std::vector<float> out(16 * 32);
+  reference_kv_dequant().q8_0(tile.data(), true, 16, 32, out.data());
+  SUCCEED();
+}
+
+TEST(KvDequant, Avx2MatchesReference) {
+  if (!kernels::cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
+  expect_same_as_reference(avx2::dequant_q8_0, "avx2");
+}
+
+TEST(KvDequant, Avx512MatchesReference) {
+  if (kernels::cpu_kernel_isa() < kernels::KernelIsa::avx512_vnni) {
+    GTEST_SKIP() << "no AVX-512 on this CPU (or STRATA_NO_AVX512)";
+  }
+  expect_same_as_reference(avx512::dequant_q8_0, "avx512");
+}
+
+}  // namespace
+}  // namespace strata::attention
