@@ -1,11 +1,12 @@
 // `strata router`: a prefix-aware router over strata serve replicas (docs/ROUTER.md).
+#include "router/router.h"
+
 #include <signal.h>
 
 #include <cmath>
 #include <cstdio>
 #include <thread>
 
-#include "router/router.h"
 #include "server/http_server.h"
 #include "tools/commands.h"
 
@@ -42,10 +43,10 @@ void register_router(CLI::App& app) {
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     router::Router r(f->config);
-    server::HttpServer http(f->http, [&r](server::HttpRequest req,
-                                          std::shared_ptr<server::Responder> out) {
-      r.handle(std::move(req), std::move(out));
-    });
+    server::HttpServer http(f->http,
+                            [&r](server::HttpRequest req, std::shared_ptr<server::Responder> out) {
+                              r.handle(std::move(req), std::move(out));
+                            });
     http.start();
     std::fprintf(stderr, "strata router: listening on http://%s:%u\n", f->http.host.c_str(),
                  http.port());

@@ -21,8 +21,8 @@ struct Dims {
 };
 
 Dims dims_of(const ModelConfig& c) {
-  return {c.n_heads, c.mla.kv_lora_rank, c.rope_dim, c.mla.qk_nope_dim, c.mla.v_head_dim,
-          c.mla.qk_nope_dim + c.rope_dim};
+  return {c.n_heads,         c.mla.kv_lora_rank, c.rope_dim,
+          c.mla.qk_nope_dim, c.mla.v_head_dim,   c.mla.qk_nope_dim + c.rope_dim};
 }
 
 // Rows [p0, p0 + n) of a sequence's latent cache as row-major floats: c (n, L), pe (n, R).
@@ -44,7 +44,8 @@ void gather_rows(const KvCache& cache, int64_t layer, const SequenceView& seq, i
           x = reinterpret_cast<const float*>(tile)[kv_layout::key_index(k, slot, bs)];
           break;
         case DType::F16:
-          x = fp16_to_fp32(reinterpret_cast<const uint16_t*>(tile)[kv_layout::key_index(k, slot, bs)]);
+          x = fp16_to_fp32(
+              reinterpret_cast<const uint16_t*>(tile)[kv_layout::key_index(k, slot, bs)]);
           break;
         default:
           x = bf16_to_fp32(
@@ -107,12 +108,12 @@ void MlaDecompressed::attend(const ModelConfig& c, int64_t layer, const ForwardB
   const auto nh = static_cast<size_t>(n * d.H);
   q_.resize(nh * static_cast<size_t>(d.qk));
   for (int64_t i = 0; i < n; ++i)
-    std::copy_n(q + tokens_[static_cast<size_t>(i)] * d.H * d.qk, d.H * d.qk, q_.data() + i * d.H * d.qk);
+    std::copy_n(q + tokens_[static_cast<size_t>(i)] * d.H * d.qk, d.H * d.qk,
+                q_.data() + i * d.H * d.qk);
   m_.assign(nh, -std::numeric_limits<float>::infinity());
   l_.assign(nh, 0.0f);
   o_.assign(nh * static_cast<size_t>(d.v), 0.0f);
-  const int64_t per_thread =
-      kChunk * (d.L + d.R + d.qk) + d.v * kChunk + n * kChunk + n * d.v;
+  const int64_t per_thread = kChunk * (d.L + d.R + d.qk) + d.v * kChunk + n * kChunk + n * d.v;
   thread_.resize(static_cast<size_t>(per_thread * pool.size()));
   const auto& f32 = kernels::type_traits(DType::F32);
   const float* kb_all = kb_t_[static_cast<size_t>(layer)].data();
@@ -133,8 +134,7 @@ void MlaDecompressed::attend(const ModelConfig& c, int64_t layer, const ForwardB
       gather_rows(cache, layer, seq, p0, np, d, cbuf, pe);
       for (int64_t h = h0; h < h1; ++h) {
         // Keys [W_kb^h c_j, k_pe_j] and values (W_vb^h c_j), transposed: vt[j][p].
-        f32.gemm(d.L, kb_all + h * d.nope * d.L, d.L * F, d.nope, cbuf, d.L * F, np, kfull,
-                 d.qk);
+        f32.gemm(d.L, kb_all + h * d.nope * d.L, d.L * F, d.nope, cbuf, d.L * F, np, kfull, d.qk);
         for (int64_t p = 0; p < np; ++p) std::copy_n(pe + p * d.R, d.R, kfull + p * d.qk + d.nope);
         f32.gemm(d.L, cbuf, d.L * F, np, vb_all + h * d.v * d.L, d.L * F, d.v, vt, np);
         f32.gemm(d.qk, kfull, d.qk * F, np, q_.data() + h * d.qk, d.H * d.qk * F, n, s, np);

@@ -33,8 +33,7 @@ class MlaDecompressed {
   // over positions <= pos(t). q is [n_tokens][n_heads][nope + rope] (RoPE applied).
   // The heads are split across the pool; each output is the same whatever the thread count.
   void attend(const ModelConfig& config, int64_t layer, const ForwardBatch& batch, int32_t seq,
-              const KvCache& cache, float scale, const float* q, float* values,
-              ThreadPool& pool);
+              const KvCache& cache, float scale, const float* q, float* values, ThreadPool& pool);
 
  private:
   std::vector<std::vector<float>> kb_t_;  // per layer: (n_heads, nope, kv_lora_rank)

@@ -48,8 +48,8 @@ struct Router::State {
   std::thread prober;
 
   explicit State(RouterConfig c)
-      : config(std::move(c)), policy(config.policy, config.replicas, config.vnodes,
-                                     config.load_factor) {
+      : config(std::move(c)),
+        policy(config.policy, config.replicas, config.vnodes, config.load_factor) {
     if (config.replicas.empty()) throw Error("--replica: at least one is needed");
     for (const std::string& r : config.replicas) {
       Replica rep;
@@ -150,7 +150,9 @@ namespace {
 
 void send_error(server::Responder& r, int status, const std::string& message,
                 const std::string& code = {}) {
-  r.send({status, "application/json", server::error_body(server::ApiError(status, message, {}, code)),
+  r.send({status,
+          "application/json",
+          server::error_body(server::ApiError(status, message, {}, code)),
           {}});
 }
 
@@ -179,8 +181,7 @@ void relay(const std::shared_ptr<Router::State>& s, server::HttpRequest req,
             return false;
           }
           started = true;
-          out->start_stream(h.status, h.content_type.empty() ? "application/json"
-                                                             : h.content_type);
+          out->start_stream(h.status, h.content_type.empty() ? "application/json" : h.content_type);
           return true;
         },
         [&](std::string_view bytes) { out->write(std::string(bytes)); });
@@ -236,8 +237,10 @@ void Router::handle(server::HttpRequest req, std::shared_ptr<server::Responder> 
     std::lock_guard<std::mutex> lock(state_->mutex);
     bool any = false;
     for (const Replica& r : state_->replicas) any = any || !r.ejected;
-    return out->send({any ? 200 : 503, "application/json",
-                      any ? "{\"status\":\"ok\"}" : "{\"status\":\"no_replica\"}", {}});
+    return out->send({any ? 200 : 503,
+                      "application/json",
+                      any ? "{\"status\":\"ok\"}" : "{\"status\":\"no_replica\"}",
+                      {}});
   }
   if (path == "/metrics") return out->send({200, "text/plain; version=0.0.4", metrics_text(), {}});
   const bool chat = path == "/v1/chat/completions";

@@ -23,10 +23,10 @@ struct RouterConfig {
   PolicyKind policy = PolicyKind::kPrefix;
   double load_factor = 1.25;
   int vnodes = 160;
-  PrefixKeyConfig prefix;   // model_path empty: no keys (prefix falls back to least-load)
-  int max_attempts = 3;     // replicas tried per request
-  int eject_after = 3;      // consecutive failures
-  double cooldown_s = 5;    // ejected this long before a probe may readmit
+  PrefixKeyConfig prefix;  // model_path empty: no keys (prefix falls back to least-load)
+  int max_attempts = 3;    // replicas tried per request
+  int eject_after = 3;     // consecutive failures
+  double cooldown_s = 5;   // ejected this long before a probe may readmit
   double probe_interval_s = 1;
   UpstreamTimeouts timeouts;
 };
