@@ -1,8 +1,10 @@
 #include "convert/quantize.h"
 
 #include <cctype>
+#include <cstring>
 #include <exception>
 
+#include "convert/imatrix.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "gguf/gguf.h"
@@ -161,24 +163,60 @@ void quantize_model(const std::string& in_path, const std::string& out_path, DTy
 
 void quantize_model(const std::string& in_path, const std::string& out_path,
                     const QuantScheme& scheme) {
-  const DType target = scheme.type;
-  const auto in = gguf::GgufFile::open(in_path);
+  QuantizeOptions o;
+  o.scheme = scheme;
+  quantize_model(in_path, out_path, o);
+}
+
+std::string classifier_name(const gguf::GgufFile& in) {
+  return in.find_tensor("output.weight") ? "output.weight" : "token_embd.weight";
+}
+
+std::map<std::string, DType> planned_types(const gguf::GgufFile& in, const QuantizeOptions& o) {
+  const DType target = o.scheme.type;
   int64_t n_layers = 0;
-  if (scheme.mixed) {
+  if (o.scheme.mixed) {
     const std::string arch = in.get_string("general.architecture", "llama");
     n_layers = in.get_int(arch + ".block_count", 0);
   }
-  gguf::GgufWriter w;
-  for (const auto& [key, value] : in.metadata()) w.set_value(key, value);
-  w.set_u32("general.file_type", file_type_for(target));
-  // With tied embeddings the embedding matrix is also the classifier.
-  const std::string classifier =
-      in.find_tensor("output.weight") ? "output.weight" : "token_embd.weight";
+  const std::string classifier = classifier_name(in);
+  std::map<std::string, DType> out;
   for (const auto& t : in.tensors()) {
+    const auto it = o.tensor_types.find(t.name);
+    if (it != o.tensor_types.end()) {
+      if (t.ne.size() != 2 && t.ne.size() != 3)
+        throw Error("quantize: tensor " + t.name + " is not a matrix, it cannot take " +
+                    std::string(dtype_name(it->second)));
+      if (t.ne[0] % dtype_info(it->second).block_size != 0)
+        throw Error("quantize: rows of " + t.name + " (" + std::to_string(t.ne[0]) +
+                    ") do not divide into " + std::string(dtype_name(it->second)) + " blocks");
+      out[t.name] = it->second;
+      continue;
+    }
+    if (o.keep_others) {
+      out[t.name] = t.type;
+      continue;
+    }
     const bool is_classifier = t.name == classifier;
     const DType want =
-        scheme.mixed && !is_classifier ? mixed_tensor_type(t.name, n_layers, target) : target;
-    const DType type = choose_tensor_type(t.ne, want, is_classifier);
+        o.scheme.mixed && !is_classifier ? mixed_tensor_type(t.name, n_layers, target) : target;
+    out[t.name] = choose_tensor_type(t.ne, want, is_classifier);
+  }
+  for (const auto& [name, type] : o.tensor_types)
+    if (!in.find_tensor(name)) throw Error("quantize: the model has no tensor " + name);
+  return out;
+}
+
+namespace {
+
+gguf::GgufWriter quantize_writer(const gguf::GgufFile& in, const QuantizeOptions& o) {
+  const auto types = planned_types(in, o);
+  gguf::GgufWriter w;
+  for (const auto& [key, value] : in.metadata()) w.set_value(key, value);
+  if (!o.keep_others) w.set_u32("general.file_type", file_type_for(o.scheme.type));
+  const bool search = o.search || o.imatrix;
+  for (const auto& t : in.tensors()) {
+    const DType type = types.at(t.name);
     const uint8_t* data = in.tensor_data(t);
     if (type == t.type) {
       w.add_tensor(t.name, t.type, t.ne, data, static_cast<size_t>(t.n_bytes));
@@ -188,6 +226,23 @@ void quantize_model(const std::string& in_path, const std::string& out_path,
     const auto rows = static_cast<int64_t>(t.n_elements / static_cast<uint64_t>(cols));
     const auto& from = kernels::type_traits(t.type);
     const size_t src_row_bytes = static_cast<size_t>(t.n_bytes / static_cast<uint64_t>(rows));
+    if (search && has_weighted_search(type)) {
+      std::vector<float> imp;
+      if (o.imatrix) imp = o.imatrix->importance(t.name);
+      if (!imp.empty() && imp.size() != static_cast<size_t>(cols))
+        throw Error("imatrix: " + t.name + " has " + std::to_string(imp.size()) +
+                    " columns, the tensor " + std::to_string(cols));
+      const OutlierPolicy outliers = o.outliers;
+      w.add_tensor_lazy(t.name, type, t.ne, [=, &from, imp = std::move(imp)](uint8_t* dst) {
+        std::vector<float> x(static_cast<size_t>(rows * cols));
+        for (int64_t r = 0; r < rows; ++r)
+          from.to_float(data + static_cast<size_t>(r) * src_row_bytes, x.data() + r * cols, cols);
+        const auto bytes = encode_rows_searched(x.data(), rows, cols, type,
+                                                imp.empty() ? nullptr : imp.data(), outliers);
+        std::memcpy(dst, bytes.data(), bytes.size());
+      });
+      continue;
+    }
     w.add_tensor_lazy(t.name, type, t.ne, [=, &from](uint8_t* dst) {
       std::vector<float> row(static_cast<size_t>(cols));
       const auto& to = kernels::type_traits(type);
@@ -199,7 +254,19 @@ void quantize_model(const std::string& in_path, const std::string& out_path,
       }
     });
   }
-  w.write(out_path);
+  return w;
+}
+
+}  // namespace
+
+std::vector<uint8_t> quantize_to_buffer(const gguf::GgufFile& in, const QuantizeOptions& o) {
+  return quantize_writer(in, o).write_to_buffer();
+}
+
+void quantize_model(const std::string& in_path, const std::string& out_path,
+                    const QuantizeOptions& o) {
+  const auto in = gguf::GgufFile::open(in_path);
+  quantize_writer(in, o).write(out_path);
 }
 
 }  // namespace strata

@@ -2,12 +2,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "convert/weighted_quant.h"
 #include "core/dtype.h"
+#include "gguf/gguf.h"
 
 namespace strata {
 
@@ -45,6 +48,37 @@ std::optional<QuantScheme> parse_quant_scheme(std::string_view name);
 // eighth of the layers and every third one between; Q3_K_M gives attn_v Q5_K (first two
 // layers) or Q4_K, ffn_down Q5_K / Q4_K / Q3_K by layer, attn_output Q4_K.
 DType mixed_tensor_type(const std::string& name, int64_t n_layers, DType base);
+
+class Imatrix;
+
+// Everything `strata quantize` can ask for beyond --type.
+struct QuantizeOptions {
+  QuantScheme scheme{DType::Q8_0, false};
+  // Per-tensor types that override the scheme (a --target-bpw plan, or the one tensor a
+  // sensitivity probe quantizes). Each must divide the tensor's rows into blocks.
+  std::map<std::string, DType> tensor_types;
+  // Tensors not in tensor_types keep their source type (sensitivity probes).
+  bool keep_others = false;
+  // Per-column importance (--calib / --imatrix): weights the scale search's error.
+  const Imatrix* imatrix = nullptr;
+  // The weighted scale search (convert/weighted_quant.h) for the types that have one; on
+  // whenever imatrix is set. Off: the plain quantizers (kernels' from_float).
+  bool search = false;
+  OutlierPolicy outliers = OutlierPolicy::clip;
+};
+
+// The type each tensor of `in` gets under `options` (1-D tensors stay f32).
+std::map<std::string, DType> planned_types(const gguf::GgufFile& in,
+                                           const QuantizeOptions& options);
+
+// The quantized model as GGUF bytes (for in-memory probes), or written to a file.
+std::vector<uint8_t> quantize_to_buffer(const gguf::GgufFile& in, const QuantizeOptions& options);
+void quantize_model(const std::string& in_path, const std::string& out_path,
+                    const QuantizeOptions& options);
+
+// The tensor that multiplies the final hidden state: output.weight, or token_embd.weight
+// when the classifier is tied to the embedding.
+std::string classifier_name(const gguf::GgufFile& in);
 
 void quantize_model(const std::string& in_path, const std::string& out_path, DType target);
 void quantize_model(const std::string& in_path, const std::string& out_path,

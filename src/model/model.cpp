@@ -208,6 +208,7 @@ void Model::compute_rope_tables(const ForwardBatch& b) {
 void Model::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                    ThreadPool& pool, const kernels::MatmulHooks& hooks) {
   kernels::matmul(w.type, w.data, w.rows, w.cols, x, n_tokens, y, pool, matmul_scratch_, hooks);
+  if (observer_) observer_->observe(w.data, x, n_tokens, w.cols);
 }
 
 std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, ThreadPool& pool) {
@@ -379,6 +380,8 @@ void Model::norm_then_matmul(const float* norm, std::span<const kernels::MatmulJ
   kernels::MatmulHooks hooks;
   kernels::set_prepare(hooks, rmsnorm);
   kernels::matmul_shared_input(jobs, c.dim, xb_.data(), T, pool, matmul_scratch_, hooks);
+  if (observer_)
+    for (const auto& j : jobs) observer_->observe(j.w, xb_.data(), T, c.dim);
 }
 
 // The MoE FFN (model/moe_ffn.h) of the normed residual stream, added to it.

@@ -22,6 +22,17 @@
 
 namespace strata {
 
+// Sees the input of the model's dense matmuls (attention q/k/v/output, FFN gate/up/down
+// and the classifier): `weight` is the matrix's data pointer (ModelWeights), `x` its
+// n_tokens x cols input rows. For calibration (strata quantize --calib: per-column
+// activation statistics). Called on the thread that runs forward(), after the matmul.
+// MoE experts and MLA projections are not observed.
+class MatmulObserver {
+ public:
+  virtual ~MatmulObserver() = default;
+  virtual void observe(const void* weight, const float* x, int64_t n_tokens, int64_t cols) = 0;
+};
+
 class Model {
  public:
   // Maps the file, reads the config and binds the weights (throws strata::Error).
@@ -87,6 +98,10 @@ class Model {
   void set_tracer(Tracer* tracer) { tracer_ = tracer; }
   Tracer* tracer() const { return tracer_; }
 
+  // Reports every dense matmul's input to `observer` from now on; null (the default)
+  // turns it off (one pointer test per matmul).
+  void set_matmul_observer(MatmulObserver* observer) { observer_ = observer; }
+
  private:
   Model(gguf::GgufFile file, bool repack_weights);
   void validate(const ForwardBatch& batch, const KvCache& cache) const;
@@ -110,9 +125,10 @@ class Model {
   gguf::GgufFile file_;
   ModelConfig config_;
   ModelWeights weights_;
-  std::vector<float> inv_freq_;  // (rope_dim/2) RoPE angular frequencies
-  float rope_magnitude_ = 1.0f;  // YaRN's scale of the rotated dims
-  Tracer* tracer_ = nullptr;     // not owned; null = tracing off
+  std::vector<float> inv_freq_;         // (rope_dim/2) RoPE angular frequencies
+  float rope_magnitude_ = 1.0f;         // YaRN's scale of the rotated dims
+  Tracer* tracer_ = nullptr;            // not owned; null = tracing off
+  MatmulObserver* observer_ = nullptr;  // not owned; null = no observer
 
   // Workspace, sized for the largest batch seen so far.
   int64_t capacity_tokens_ = 0;
