@@ -223,7 +223,6 @@ void run(const Flags& f) {
     o.tensor_types = plan_from_json(read_file(f.plan, "--plan")).types();
     if (f.type.empty()) o.scheme = {DType::Q8_0, false};
   }
-  if (f.sensitivity && !planning && f.type.empty()) return;
   quantize_model(f.in, f.out, o);
   // Bits per weight over the matrices, the figure --target-bpw budgets.
   const auto out = gguf::GgufFile::open(f.out);
