@@ -193,12 +193,18 @@ void pack(const Fit& f, DType t, uint8_t* dst) {
 }  // namespace
 
 bool has_weighted_search(DType type) {
-  return type == DType::Q4_0 || type == DType::Q5_0 || type == DType::Q8_0 || type == DType::Q4_1 ||
-         type == DType::Q5_1;
+  return is_weighted_kquant(type) || type == DType::Q4_0 || type == DType::Q5_0 ||
+         type == DType::Q8_0 || type == DType::Q4_1 || type == DType::Q5_1;
 }
 
 std::vector<uint8_t> encode_rows_searched(const float* src, int64_t rows, int64_t cols, DType type,
                                           const float* importance, OutlierPolicy outliers) {
+  if (is_weighted_kquant(type)) {
+    std::vector<uint8_t> out(static_cast<size_t>(rows) *
+                             static_cast<size_t>(kernels::row_bytes(type, cols)));
+    encode_kquant_rows_weighted(src, rows, cols, type, importance, out.data());
+    return out;
+  }
   levels_of(type);  // throws for types without a search
   const auto info = dtype_info(type);
   if (cols <= 0 || cols % kN != 0)

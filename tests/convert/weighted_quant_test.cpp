@@ -15,7 +15,8 @@
 namespace strata {
 namespace {
 
-constexpr DType kTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_1, DType::Q5_1};
+constexpr DType kTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_1,
+                            DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 std::vector<float> random_rows(int64_t rows, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -41,7 +42,7 @@ std::vector<float> spiky_importance(int64_t cols) {
 }
 
 TEST(WeightedQuant, NeverWorseThanPlainAndImportanceHelps) {
-  const int64_t rows = 64, cols = 128;
+  const int64_t rows = 64, cols = 256;
   const auto x = random_rows(rows, cols, 7);
   const auto imp = spiky_importance(cols);
   for (const DType t : kTypes) {
@@ -66,7 +67,7 @@ TEST(WeightedQuant, NeverWorseThanPlainAndImportanceHelps) {
 TEST(WeightedQuant, DecodesLikeTheFormat) {
   // The bytes are valid blocks: decoding them with the reference kernels and with the
   // fastest kernels gives the same values (to_float is bit-exact across tables).
-  const int64_t rows = 4, cols = 64;
+  const int64_t rows = 4, cols = 256;
   const auto x = random_rows(rows, cols, 3);
   for (const DType t : kTypes) {
     const auto e = encode_rows_searched(x.data(), rows, cols, t, nullptr, OutlierPolicy::keep);
@@ -110,8 +111,11 @@ TEST(WeightedQuant, HostileInputs) {
   EXPECT_THROW(encode_rows_searched(x.data(), 1, 48, DType::Q4_0, nullptr, OutlierPolicy::clip),
                Error);  // 48 is not a multiple of 32
   EXPECT_THROW(encode_rows_searched(x.data(), 1, 32, DType::Q4_K, nullptr, OutlierPolicy::clip),
+               Error);  // 32 is not a multiple of 256
+  EXPECT_THROW(encode_rows_searched(x.data(), 1, 32, DType::Q2_K, nullptr, OutlierPolicy::clip),
                Error);
-  EXPECT_FALSE(has_weighted_search(DType::Q6_K));
+  EXPECT_FALSE(has_weighted_search(DType::Q3_K));
+  EXPECT_TRUE(has_weighted_search(DType::Q6_K));
   EXPECT_TRUE(has_weighted_search(DType::Q5_1));
   // All-zero importance in a block falls back to unit weights, zero rows stay zero.
   std::vector<float> zeros(32, 0.0f), imp0(32, 0.0f);
