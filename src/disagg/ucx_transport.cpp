@@ -381,6 +381,10 @@ struct UcxKvReceiver::Impl {
       Clock::time_point deadline;
     };
     std::list<Reply> replies;  // replies still being sent
+    void free_buffer() {
+      im->buffered -= buf.size();
+      std::vector<uint8_t>().swap(buf);
+    }
   };
 
   UcxTransportOptions o;
@@ -389,6 +393,9 @@ struct UcxKvReceiver::Impl {
   std::atomic<bool> stop{false};
   std::atomic<uint64_t>* rejected = nullptr;
   std::vector<ucp_conn_request_h> pending;
+  // Bytes of messages being received or decoded, across endpoints: at most one
+  // max_message_bytes in all, as the TCP receiver (one connection at a time) holds.
+  uint64_t buffered = 0;
   std::list<Conn> conns;    // stable addresses: UCX callbacks hold Conn*
   std::list<Conn> zombies;  // closes UCX never finished; kept until the worker is destroyed
 
@@ -438,11 +445,14 @@ struct UcxKvReceiver::Impl {
       if (total - kKvHeaderBytes != length)
         fail("the header announces " + std::to_string(total) + " bytes but the message has " +
              std::to_string(length + kKvHeaderBytes));
+      if (im->buffered + total > im->o.limits.max_message_bytes)
+        fail("busy: " + std::to_string(im->buffered) + " bytes of other messages in flight");
       try {
         c->buf.resize(total);
       } catch (const std::bad_alloc&) {
         fail("cannot allocate " + std::to_string(total) + " bytes");
       }
+      im->buffered += total;
       std::memcpy(c->buf.data(), header, kKvHeaderBytes);
       if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
         ucp_request_param_t rp{};
@@ -460,7 +470,7 @@ struct UcxKvReceiver::Impl {
     } catch (const std::exception& e) {
       c->status = 1;
       c->text = e.what();
-      c->buf = {};
+      c->free_buffer();
       im->reject(*c);
       c->phase = Phase::kReady;
     }
@@ -490,6 +500,7 @@ struct UcxKvReceiver::Impl {
   }
 
   void start_close(Conn& c) {
+    if (request_status(c.recv_req) != UCS_INPROGRESS) c.free_buffer();  // else when it ends
     c.close_req = close_endpoint(c.ep);
     c.phase = Phase::kClosing;
     c.deadline = deadline_after(std::min(o.io_timeout_s, 2.0));
@@ -532,6 +543,7 @@ struct UcxKvReceiver::Impl {
         return false;  // the caller moves it to zombies past the deadline
       release(c.close_req);
       release(c.recv_req);
+      c.free_buffer();
       return true;
     }
     if (!sweep_replies(c)) {
@@ -580,9 +592,13 @@ struct UcxKvReceiver::Impl {
             c.status = 1;
             c.text = e.what();
             reject(c);
+          } catch (...) {
+            c.status = 1;
+            c.text = "KV import failed";
+            reject(c);
           }
         }
-        std::vector<uint8_t>().swap(c.buf);
+        c.free_buffer();
         send_reply(c);
         c.phase = Phase::kIdle;
         c.deadline = deadline_after(o.idle_timeout_s);

@@ -191,34 +191,44 @@ TEST(UcxTransport, SilentPeerIsDroppedAtTheDeadlineWhileOthersAreServed) {
   EXPECT_EQ(f.send(encode_kv_message(transport_message(1, 64))), "imported");
 }
 
+// Starts `big` by rendezvous from `peer` after wiring the endpoint up with a small
+// message, and stops progressing 2 ms later: the receiver holds a part-filled buffer.
+void* stall_mid_message(RawPeer& peer, const std::vector<uint8_t>& big) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  p.flags = UCP_AM_SEND_FLAG_REPLY;
+  const auto small = encode_kv_message(transport_message(1, 64));
+  void* s0 = ucp_am_send_nbx(peer.ep, 1, small.data(), kKvHeaderBytes,
+                             small.data() + kKvHeaderBytes, small.size() - kKvHeaderBytes, &p);
+  for (const auto t = Clock::now(); peer.replies == 0 && since(t) < 2;) peer.progress_for(0.001);
+  EXPECT_EQ(peer.replies, 1);
+  if (s0 && !UCS_PTR_IS_ERR(s0) && ucp_request_check_status(s0) != UCS_INPROGRESS)
+    ucp_request_free(s0);
+  p.flags = UCP_AM_SEND_FLAG_RNDV | UCP_AM_SEND_FLAG_REPLY;
+  void* r = ucp_am_send_nbx(peer.ep, 1, big.data(), kKvHeaderBytes, big.data() + kKvHeaderBytes,
+                            big.size() - kKvHeaderBytes, &p);
+  EXPECT_FALSE(UCS_PTR_IS_ERR(r));
+  peer.progress_for(0.002);
+  return r;
+}
+
+void finish(RawPeer& peer, void* r) {
+  peer.progress_for(0.05);
+  if (r && !UCS_PTR_IS_ERR(r) && ucp_request_check_status(r) != UCS_INPROGRESS) ucp_request_free(r);
+}
+
 TEST(UcxTransport, PeerStallingMidMessageIsDroppedAtTheDeadline) {
   Fixture f(0.3);
   SKIP_WITHOUT_UCX(f);
   const auto bytes = encode_kv_message(transport_message(32, 1u << 20));  // 64 MiB
   RawPeer peer(f.receiver->port());
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  p.flags = UCP_AM_SEND_FLAG_REPLY;
-  // A small message first, so that the endpoint is wired up when the big one starts.
-  const auto small = encode_kv_message(transport_message(1, 64));
-  void* s0 = ucp_am_send_nbx(peer.ep, 1, small.data(), kKvHeaderBytes,
-                             small.data() + kKvHeaderBytes, small.size() - kKvHeaderBytes, &p);
-  for (const auto t = Clock::now(); peer.replies == 0 && since(t) < 2;) peer.progress_for(0.001);
-  ASSERT_EQ(peer.replies, 1);
-  if (s0 && !UCS_PTR_IS_ERR(s0) && ucp_request_check_status(s0) != UCS_INPROGRESS)
-    ucp_request_free(s0);
-  p.flags = UCP_AM_SEND_FLAG_RNDV | UCP_AM_SEND_FLAG_REPLY;
-  void* r = ucp_am_send_nbx(peer.ep, 1, bytes.data(), kKvHeaderBytes, bytes.data() + kKvHeaderBytes,
-                            bytes.size() - kKvHeaderBytes, &p);
-  ASSERT_FALSE(UCS_PTR_IS_ERR(r));
-  peer.progress_for(0.002);  // the header and a few MiB reach the receiver; then it stops
+  void* r = stall_mid_message(peer, bytes);
   const auto t0 = Clock::now();
   while (f.receiver->rejected() == 0 && since(t0) < 3) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(f.receiver->rejected(), 1u);
   EXPECT_EQ(f.send(encode_kv_message(transport_message(1, 64))), "imported");
-  peer.progress_for(0.05);
   EXPECT_EQ(peer.replies, 1);  // the small message's only
-  if (r && ucp_request_check_status(r) != UCS_INPROGRESS) ucp_request_free(r);
+  finish(peer, r);
 }
 
 TEST(UcxTransport, UnknownMessageIdsAndASecondMessageAreDropped) {
@@ -244,6 +254,31 @@ TEST(UcxTransport, UnknownMessageIdsAndASecondMessageAreDropped) {
   for (void* r : sends)
     if (r && !UCS_PTR_IS_ERR(r) && ucp_request_check_status(r) != UCS_INPROGRESS)
       ucp_request_free(r);
+}
+
+TEST(UcxTransport, BufferedBytesAreBoundedAcrossEndpoints) {
+  Fixture f(0.4);
+  SKIP_WITHOUT_UCX(f);
+  // A receiver that holds at most 48 MiB in flight, one stalled 32 MiB message, and
+  // another sender's 32 MiB: refused as busy, then accepted once the stalled one is gone.
+  UcxTransportOptions o = f.o;
+  o.limits.max_message_bytes = 48u << 20;
+  UcxKvReceiver receiver("127.0.0.1", 0, o, [](KvMessage) { return std::string("ok"); });
+  const auto big = encode_kv_message(transport_message(16, 1u << 20));  // 32 MiB
+  RawPeer peer(receiver.port());
+  void* r = stall_mid_message(peer, big);
+  UcxKvSender sender(o);
+  try {
+    sender.send("127.0.0.1", receiver.port(), big);
+    ADD_FAILURE() << "a second 32 MiB message fitted in 48 MiB";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("busy"), std::string::npos) << e.what();
+  }
+  for (const auto t = Clock::now(); receiver.rejected() < 2 && since(t) < 3;)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(receiver.rejected(), 2u);  // the busy refusal and the stalled peer
+  EXPECT_EQ(sender.send("127.0.0.1", receiver.port(), big), "ok");
+  finish(peer, r);
 }
 
 TEST(UcxTransport, PlainTcpGarbageDoesNotStopTheReceiver) {
