@@ -2,6 +2,7 @@
 
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <ucp/api/ucp.h>
 
@@ -18,8 +19,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr unsigned kMessageAm = 1;  // sender -> receiver: header = prefix, data = the rest
-constexpr unsigned kReplyAm = 2;    // receiver -> sender: u8 status, u32 bytes, text
+constexpr unsigned kMessageAm = 1;     // sender -> receiver: header = prefix, data = the rest
+constexpr unsigned kReplyAm = 2;       // receiver -> sender: u8 status, u32 bytes, text
+constexpr unsigned kAmIds = 1u << 16;  // the wire's u16 id space (see set_am_handlers)
 constexpr uint32_t kMaxReplyBytes = 64 * 1024;
 constexpr size_t kMaxConnections = 64;  // concurrent endpoints per receiver; more are refused
 
@@ -44,21 +46,27 @@ void release(void*& request) {
   request = nullptr;
 }
 
-// Progress with a backoff: spin while there is work or for 2 ms after the last event,
-// then sleep briefly, so that an idle worker costs almost nothing and a busy one runs
-// at full speed. Returns whether the worker did anything.
+// Progress that sleeps in the kernel when there is nothing to do: after a short spin
+// (the next event is usually microseconds away) the worker is armed and its event fd
+// polled, so that, as with blocking sockets, the thread is woken by the data itself
+// rather than by a timer (which on a loaded machine costs a scheduler slice per wait).
+// Returns whether the worker did anything.
 class Pacer {
  public:
-  bool step(ucp_worker_h worker, std::chrono::microseconds max_sleep) {
+  bool step(ucp_worker_h worker, int efd, std::chrono::milliseconds max_wait) {
     if (ucp_worker_progress(worker) != 0) {
       last_ = Clock::now();
       return true;
     }
-    const auto idle = Clock::now() - last_;
-    if (idle > std::chrono::milliseconds(50))
-      std::this_thread::sleep_for(max_sleep);
-    else if (idle > std::chrono::milliseconds(2))
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (Clock::now() - last_ < std::chrono::microseconds(50)) return false;
+    const ucs_status_t st = efd >= 0 ? ucp_worker_arm(worker) : UCS_ERR_UNSUPPORTED;
+    if (st == UCS_ERR_BUSY) return false;  // events arrived meanwhile: progress them
+    if (st != UCS_OK) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));  // no wakeup support
+      return false;
+    }
+    pollfd p{efd, POLLIN, 0};
+    poll(&p, 1, static_cast<int>(std::max<int64_t>(max_wait.count(), 1)));
     return false;
   }
   void touch() { last_ = Clock::now(); }
@@ -69,11 +77,13 @@ class Pacer {
 
 // Progresses `worker` until done() or the deadline; returns done().
 template <typename Done>
-bool progress_until(ucp_worker_h worker, Clock::time_point deadline, Done done) {
+bool progress_until(ucp_worker_h worker, int efd, Clock::time_point deadline, Done done) {
   Pacer pacer;
   while (!done()) {
-    if (Clock::now() >= deadline) return false;
-    pacer.step(worker, std::chrono::microseconds(500));
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+    pacer.step(worker, efd, std::min(left, std::chrono::milliseconds(100)));
   }
   return true;
 }
@@ -107,6 +117,7 @@ uint16_t sockaddr_port(const sockaddr_storage& a) {
 struct UcpWorker {
   ucp_context_h context = nullptr;
   ucp_worker_h worker = nullptr;
+  int efd = -1;  // the worker's wakeup fd (owned by UCX)
 
   explicit UcpWorker(const std::string& tls) {
     ucp_config_t* config = nullptr;
@@ -122,7 +133,7 @@ struct UcpWorker {
     }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features = UCP_FEATURE_AM;
+    params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
     st = ucp_init(&params, config, &context);
     ucp_config_release(config);
     if (st != UCS_OK) fail(std::string("cannot open a UCP context: ") + ucs_status_string(st));
@@ -134,6 +145,7 @@ struct UcpWorker {
       ucp_cleanup(context);
       fail(std::string("cannot create a UCP worker: ") + ucs_status_string(st));
     }
+    if (ucp_worker_get_efd(worker, &efd) != UCS_OK) efd = -1;  // then progress sleeps
   }
   ~UcpWorker() {
     if (worker) ucp_worker_destroy(worker);
@@ -142,6 +154,20 @@ struct UcpWorker {
   UcpWorker(const UcpWorker&) = delete;
   UcpWorker& operator=(const UcpWorker&) = delete;
 
+  // Installs `cb` for `id` and a handler that drops the message for every other id of
+  // the wire's u16 space. UCX 1.13 does not bound-check the id of an incoming message on
+  // every path (the first-fragment handler indexes its handler table with it), so a peer
+  // sending id 0 next to a registered 1, or id 40000, crashes the process; with every id
+  // registered the table has all 65536 entries (about 2 MiB per worker, a few ms).
+  void set_am_handlers(unsigned id, ucp_am_recv_callback_t cb, void* arg) {
+    for (unsigned other = kAmIds; other-- > 0;)
+      if (other != id) set_am_handler(other, &drop_message, nullptr);
+    set_am_handler(id, cb, arg);
+  }
+  static ucs_status_t drop_message(void*, const void*, size_t, void*, size_t,
+                                   const ucp_am_recv_param_t*) {
+    return UCS_OK;
+  }
   void set_am_handler(unsigned id, ucp_am_recv_callback_t cb, void* arg) {
     ucp_am_handler_param_t p{};
     p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
@@ -248,18 +274,18 @@ struct UcxKvSender::Impl {
   void drop(void*& pending) {
     if (ep != nullptr) {
       void* c = close_endpoint(ep);
-      progress_until(ucp->worker, deadline_after(1.0),
+      progress_until(ucp->worker, ucp->efd, deadline_after(1.0),
                      [&] { return request_status(c) != UCS_INPROGRESS; });
       if (request_status(c) != UCS_INPROGRESS) release(c);
       ep = nullptr;
     }
     if (pending != nullptr && !UCS_PTR_IS_ERR(pending)) {
-      progress_until(ucp->worker, deadline_after(1.0),
+      progress_until(ucp->worker, ucp->efd, deadline_after(1.0),
                      [&] { return request_status(pending) != UCS_INPROGRESS; });
       if (request_status(pending) == UCS_INPROGRESS) {
         ucp.reset();  // destroys the worker and its requests
         ucp = std::make_unique<UcpWorker>(o.tls);
-        ucp->set_am_handler(kReplyAm, &Impl::on_reply, this);
+        ucp->set_am_handlers(kReplyAm, &Impl::on_reply, this);
         pending = nullptr;
         return;
       }
@@ -297,14 +323,14 @@ struct UcxKvSender::Impl {
     };
     // A receiver that refuses the header replies before it pulls the data, so a reply
     // also ends this phase.
-    if (!progress_until(ucp->worker, deadline_after(o.io_timeout_s), [&] {
+    if (!progress_until(ucp->worker, ucp->efd, deadline_after(o.io_timeout_s), [&] {
           return request_status(req) != UCS_INPROGRESS || ep_status != UCS_OK || got_reply;
         }))
       failed("connect and send to " + where + " timed out");
     ucs_status_t st = request_status(req);
     if (!got_reply && st != UCS_OK && st != UCS_INPROGRESS) return broken(st);
     if (!got_reply && ep_status != UCS_OK) return broken(ep_status);
-    if (!progress_until(ucp->worker, deadline_after(o.io_timeout_s),
+    if (!progress_until(ucp->worker, ucp->efd, deadline_after(o.io_timeout_s),
                         [&] { return got_reply || ep_status != UCS_OK; }))
       failed("reply from " + where + " timed out");
     if (!got_reply) return broken(ep_status);
@@ -323,7 +349,7 @@ struct UcxKvSender::Impl {
 UcxKvSender::UcxKvSender(UcxTransportOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->o = std::move(options);
   impl_->ucp = std::make_unique<UcpWorker>(impl_->o.tls);
-  impl_->ucp->set_am_handler(kReplyAm, &Impl::on_reply, impl_.get());
+  impl_->ucp->set_am_handlers(kReplyAm, &Impl::on_reply, impl_.get());
 }
 
 UcxKvSender::~UcxKvSender() {
@@ -612,7 +638,7 @@ struct UcxKvReceiver::Impl {
   void run(const UcxKvReceiver::Handler& handler) {
     Pacer pacer;
     while (!stop.load()) {
-      bool busy = pacer.step(ucp->worker, std::chrono::microseconds(2000));
+      bool busy = pacer.step(ucp->worker, ucp->efd, std::chrono::milliseconds(20));
       std::vector<ucp_conn_request_h> requests;
       requests.swap(pending);
       for (ucp_conn_request_h r : requests) accept(r);
@@ -635,7 +661,7 @@ struct UcxKvReceiver::Impl {
     // Shut down: force-close everything, and give UCX a moment to finish the closes.
     for (Conn& c : conns)
       if (c.phase != Phase::kClosing) start_close(c);
-    progress_until(ucp->worker, deadline_after(1.0), [&] {
+    progress_until(ucp->worker, ucp->efd, deadline_after(1.0), [&] {
       for (Conn& c : conns)
         if (request_status(c.close_req) == UCS_INPROGRESS) return false;
       return true;
@@ -655,7 +681,7 @@ UcxKvReceiver::UcxKvReceiver(const std::string& host, uint16_t port, UcxTranspor
   im.rejected = &rejected_;
   const sockaddr_storage addr = resolve(host, port, true, "--kv-listen");
   im.ucp = std::make_unique<UcpWorker>(im.o.tls);
-  im.ucp->set_am_handler(kMessageAm, &Impl::on_message, &im);
+  im.ucp->set_am_handlers(kMessageAm, &Impl::on_message, &im);
   ucp_listener_params_t lp{};
   lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
   lp.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);

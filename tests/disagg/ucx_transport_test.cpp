@@ -231,7 +231,7 @@ TEST(UcxTransport, PeerStallingMidMessageIsDroppedAtTheDeadline) {
   finish(peer, r);
 }
 
-TEST(UcxTransport, UnknownMessageIdsAndASecondMessageAreDropped) {
+TEST(UcxTransport, AnyMessageIdIsSafeAndPipelinedMessagesDropThePeer) {
   Fixture f(0.3);
   SKIP_WITHOUT_UCX(f);
   const auto bytes = encode_kv_message(transport_message(1, 64));
@@ -240,17 +240,19 @@ TEST(UcxTransport, UnknownMessageIdsAndASecondMessageAreDropped) {
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   p.flags = UCP_AM_SEND_FLAG_REPLY;
   std::vector<void*> sends;
-  for (unsigned id : {2u, 9u, 0u, 1u, 1u})  // ids UCX has no handler for, then two messages
+  // Ids without a handler of ours (UCX 1.13 crashed on 0, 3 and large ones before the
+  // receiver registered a drop handler for every id), then two messages at once.
+  for (unsigned id : {0u, 2u, 3u, 9u, 5000u, 40000u, 65535u, 1u, 1u})
     sends.push_back(ucp_am_send_nbx(peer.ep, id, bytes.data(), kKvHeaderBytes,
                                     bytes.data() + kKvHeaderBytes, bytes.size() - kKvHeaderBytes,
                                     &p));
-  peer.progress_for(0.1);
-  EXPECT_LE(peer.replies, 1);
+  peer.progress_for(0.2);
+  // The second message either came after the first one's reply (both answered) or
+  // before it (one message at a time per endpoint: the peer is dropped).
+  const uint64_t dropped = f.receiver->rejected();
+  EXPECT_TRUE((peer.replies == 2 && dropped == 0) || (peer.replies <= 1 && dropped == 1))
+      << peer.replies << " replies, " << dropped << " dropped";
   EXPECT_EQ(f.send(bytes), "imported");
-  const auto t0 = Clock::now();
-  while (f.receiver->rejected() == 0 && since(t0) < 3) std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(f.receiver->rejected(), 1u);  // the peer that sent two messages
-  peer.progress_for(0.05);
   for (void* r : sends)
     if (r && !UCS_PTR_IS_ERR(r) && ucp_request_check_status(r) != UCS_INPROGRESS)
       ucp_request_free(r);
