@@ -65,8 +65,9 @@ json short_request(int max_tokens = 4) {
   return {{"prompt", "Once upon a time"}, {"max_tokens", max_tokens}, {"temperature", 0}};
 }
 
-// Long enough to be running when the replica dies, short enough to end in ~2 s.
-constexpr int kStreamTokens = 400;
+// Long enough to be running when the replica dies (the plain requests too: 250 tokens),
+// short enough that the survivors end within seconds.
+constexpr int kStreamTokens = 500;
 
 json long_stream() {
   return {{"prompt", "Once upon a time"},
@@ -80,8 +81,6 @@ TEST(RouterLoopback, StickySessionsPinAndAFullPoolAnswers503) {
   router::RouterConfig c;
   c.replicas = {reps.url(*reps.a), reps.url(*reps.b)};
   c.policy = router::PolicyKind::kRoundRobin;
-  c.max_connections = 1;
-  c.max_queue = 0;
   Front front(c);
   // Round-robin alone alternates; the session header keeps all four on one replica.
   for (int i = 0; i < 4; ++i) {
@@ -97,14 +96,17 @@ TEST(RouterLoopback, StickySessionsPinAndAFullPoolAnswers503) {
   EXPECT_TRUE(on_a == 0 || on_a == 4) << m;
 
   // One worker, no queue: while a stream holds the worker, the next request is refused.
-  HttpConnection stream(front.port(), 10);
+  c.max_connections = 1;
+  c.max_queue = 0;
+  Front small(c);
+  HttpConnection stream(small.port(), 10);
   stream.send_request("POST", "/v1/completions", long_stream().dump());
   ASSERT_EQ(stream.read_head().status, 200);
   ASSERT_TRUE(stream.read_event());
-  const auto refused = http_post(front.port(), "/v1/completions", short_request());
+  const auto refused = http_post(small.port(), "/v1/completions", short_request());
   EXPECT_EQ(refused.status, 503);
   EXPECT_EQ(refused.json()["error"]["code"], "queue_full") << refused.body;
-  EXPECT_EQ(front.metric("strata_router_rejected_total"), 1);
+  EXPECT_EQ(small.metric("strata_router_rejected_total"), 1);
   stream.close();
   reps.a->signal(SIGKILL);  // ends the stream's relay at once
   reps.b->signal(SIGKILL);
@@ -139,7 +141,7 @@ TEST(RouterLoopback, KilledReplicaIsEjectedStreamsEndAndNewRequestsRetry) {
       return http_post(front.port(), "/v1/completions", short_request(max_tokens));
     }));
   };
-  for (int i = 0; i < 4; ++i) post(80);
+  for (int i = 0; i < 4; ++i) post(250);
   const std::string in_flight_dead = "strata_router_in_flight{replica=\"" + dead + "\"}";
   for (int i = 0; i < 500 && front.metric("strata_router_requests_in_flight") < 8; ++i)
     std::this_thread::sleep_for(10ms);
