@@ -46,6 +46,7 @@ struct Router::State {
   int relays = 0;  // worker threads running
   bool stopping = false;
   std::thread prober;
+  std::unique_ptr<PdRoute> pd;  // PD: --prefill-replica given
 
   explicit State(RouterConfig c)
       : config(std::move(c)),
@@ -58,6 +59,9 @@ struct Router::State {
       replicas.push_back(std::move(rep));
     }
     if (!config.prefix.model_path.empty()) keyer = std::make_unique<PrefixKeyer>(config.prefix);
+    // PD hook (pd_route.h).
+    if (!config.prefill_replicas.empty())
+      pd = std::make_unique<PdRoute>(PdRouteConfig{config.prefill_replicas, config.timeouts});
   }
 
   // Picks a replica not in `tried`, counts it in flight; nullopt when none is left.
@@ -171,6 +175,8 @@ void relay(const std::shared_ptr<Router::State>& s, server::HttpRequest req,
       ++s->retries;
     }
     const loadgen::Url& url = s->replicas[*pick].url;
+    // PD hook (pd_route.h): a prefill replica sends the prompt's KV to this replica first.
+    if (s->pd && attempt == 0 && req.method == "POST") s->pd->before_decode(req.body, url);
     const double t0 = steady_now_s();
     bool retryable_status = false;
     const UpstreamResult res = upstream_exchange(
@@ -302,6 +308,7 @@ std::string Router::metrics_text() const {
   // Autoscaling input (docs/ROUTER.md): the requests in flight at the router.
   line("strata_router_queue_length", "", static_cast<double>(in_flight));
   line("strata_router_healthy_replicas", "", static_cast<double>(healthy));
+  if (s.pd) m += s.pd->metrics_text();  // PD hook
   return m;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "router/pd_route.h"
 #include "router/policy.h"
 #include "router/prefix_key.h"
 #include "router/upstream.h"
@@ -29,6 +30,8 @@ struct RouterConfig {
   double cooldown_s = 5;   // ejected this long before a probe may readmit
   double probe_interval_s = 1;
   UpstreamTimeouts timeouts;
+  // Prefill/decode disaggregation (pd_route.h): empty = off.
+  std::vector<std::string> prefill_replicas;
 };
 
 class Router {

@@ -9,7 +9,17 @@
 
 namespace strata::server {
 
-enum class Endpoint { kHealth, kMetrics, kModels, kCompletions, kChat, kTokenize, kDetokenize };
+enum class Endpoint {
+  kHealth,
+  kMetrics,
+  kModels,
+  kCompletions,
+  kChat,
+  kTokenize,
+  kDetokenize,
+  kKvInfo,
+  kKvPrefill
+};
 
 namespace {
 
@@ -29,6 +39,8 @@ const Route kRoutes[] = {
     {"/v1/chat/completions", "POST", Endpoint::kChat},
     {"/tokenize", "POST", Endpoint::kTokenize},
     {"/detokenize", "POST", Endpoint::kDetokenize},
+    {"/internal/kv/info", "GET", Endpoint::kKvInfo},
+    {"/internal/kv/prefill", "POST", Endpoint::kKvPrefill},
 };
 
 const Route* find_route(std::string_view path) {
@@ -92,6 +104,7 @@ void ApiServer::handle(HttpRequest req, std::shared_ptr<Responder> responder) {
       case Endpoint::kChat:
       case Endpoint::kTokenize:
       case Endpoint::kDetokenize:
+      case Endpoint::kKvPrefill:
         return post_prepared(route->endpoint, std::move(req), responder, std::move(access));
       default:
         return dispatch(route->endpoint, req, responder, access);
@@ -150,6 +163,7 @@ void ApiServer::dispatch(Endpoint endpoint, const HttpRequest& req,
     }
     case Endpoint::kMetrics: {
       const EngineMetrics m = ready_.load() ? loop_->metrics() : EngineMetrics{};
+      if (kv_) metrics_.set_kv_import_rejections(kv_->import_rejections());
       return reply(responder, access,
                    {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(m), {}}, t0);
     }
@@ -168,6 +182,11 @@ void ApiServer::dispatch(Endpoint endpoint, const HttpRequest& req,
       return reply(responder, access, {200, "application/json", tokenize(req), {}}, t0);
     case Endpoint::kDetokenize:
       return reply(responder, access, {200, "application/json", detokenize(req), {}}, t0);
+    case Endpoint::kKvInfo:
+      if (!kv_) throw ApiError(404, "this server does not take part in disaggregation");
+      return reply(responder, access, {200, "application/json", dump(kv_->info()), {}}, t0);
+    case Endpoint::kKvPrefill:
+      return kv_prefill(req, responder, access);
     default:
       throw ApiError(404, "no route " + access.path);
   }
@@ -241,6 +260,46 @@ void ApiServer::generate(ApiKind kind, const HttpRequest& req,
       fail_internal(responder, error_access, e, arrival);
     }
   });
+}
+
+// POST /internal/kv/prefill: an OpenAI completion or chat body plus "kv_target"
+// (HOST:PORT of the decode replica's KV receiver), rendered and tokenized exactly as
+// generate() does, then handed to the KvTransferService (decide, prefill, send).
+void ApiServer::kv_prefill(const HttpRequest& req, const std::shared_ptr<Responder>& responder,
+                           AccessRecord access) {
+  if (!kv_ || !kv_->serves_prefill())
+    throw ApiError(404, "this server does not serve /internal/kv/prefill (see --role)");
+  const json body = parse_json_object(req.body);
+  const JsonFields f(body);
+  const auto target = f.string("kv_target");
+  if (!target || target->empty())
+    throw invalid_field("kv_target", "is required: the decode replica's KV receiver HOST:PORT");
+  const ApiKind kind = f.get("messages") ? ApiKind::kChat : ApiKind::kCompletion;
+  GenerationRequest gr = parse_generation_request(body, kind, limits_);
+  check_model(body);
+  const bool tools = gr.tools && gr.tools->active();
+  std::vector<PreparedPrompt> prompts;
+  try {
+    prompts = kind == ApiKind::kChat
+                  ? std::vector<PreparedPrompt>{prompts_->chat_prompt(
+                        gr.messages, true, tools ? gr.tools->tools : json(nullptr))}
+                  : prompts_->completion_prompts(gr.prompts, gr.parse_special);
+  } catch (const Error& e) {
+    throw ApiError(400, std::string("prompt: ") + e.what(), "prompt");
+  }
+  if (prompts.size() != 1) throw invalid_field("prompt", "must be one prompt for a KV prefill");
+  try {
+    split_host_port(*target, "kv_target");
+  } catch (const Error& e) {
+    throw invalid_field("kv_target", e.what());
+  }
+  const double t0 = req.received_s;
+  auto shared_access = std::make_shared<AccessRecord>(std::move(access));
+  kv_->prefill(
+      std::move(prompts[0].ids), gr.options.cache_salt, *target,
+      [this, responder, shared_access, t0](int status, json answer) {
+        reply(responder, *shared_access, {status, "application/json", dump(answer), {}}, t0);
+      });
 }
 
 std::string ApiServer::health() const {
