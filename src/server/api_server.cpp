@@ -288,6 +288,11 @@ void ApiServer::kv_prefill(const HttpRequest& req, const std::shared_ptr<Respond
     throw ApiError(400, std::string("prompt: ") + e.what(), "prompt");
   }
   if (prompts.size() != 1) throw invalid_field("prompt", "must be one prompt for a KV prefill");
+  try {  // refused here as the decode replica would refuse it
+    context_->engine.validate(prompts[0].ids, gr.options);
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), "prompt");
+  }
   try {
     split_host_port(*target, "kv_target");
   } catch (const Error& e) {

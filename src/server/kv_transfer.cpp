@@ -149,22 +149,32 @@ void KvTransferService::prefill(std::vector<int32_t> prompt, std::string salt,
   const auto n_blocks = static_cast<int64_t>(prompt.size() / bs);
   // The decode replica is assumed to lack every block (it skips those it holds).
   const uint64_t bytes = static_cast<uint64_t>(n_blocks) * (block_bytes_ + bs * 4 + 16);
-  const disagg::TransferDecision d = disagg::decide_transfer(
-      bytes, n_blocks * block_size_, rates_.link_bytes_per_s(), rates_.prefill_tokens_per_s());
-  std::fprintf(stderr, "strata serve: kv prefill of %zu tokens (%lld blocks, %llu bytes): %s: %s\n",
-               prompt.size(), static_cast<long long>(n_blocks),
-               static_cast<unsigned long long>(bytes), d.transfer ? "transfer" : "recompute",
-               d.reason.c_str());
-  metrics_.count_kv_decision(d.transfer);
-  if (!d.transfer) {
-    done(200, json{{"decision", "recompute"},
-                   {"blocks", 0},
-                   {"bytes", 0},
-                   {"seconds", 0.0},
-                   {"estimated_transfer_s", d.transfer_s},
-                   {"estimated_recompute_s", d.recompute_s},
-                   {"reason", d.reason}});
-    return;
+  const uint64_t lacking_tokens = static_cast<uint64_t>(n_blocks) * bs;
+  disagg::TransferDecision d =
+      disagg::decide_transfer(bytes, static_cast<int64_t>(lacking_tokens),
+                              rates_.link_bytes_per_s(), rates_.prefill_tokens_per_s());
+  // No prefill rate yet: this prefill measures one, and the decision is made after it.
+  const bool probe = d.transfer && d.recompute_s == 0;
+  auto log = [n = prompt.size(), n_blocks, bytes](const disagg::TransferDecision& dd) {
+    std::fprintf(stderr,
+                 "strata serve: kv prefill of %zu tokens (%lld blocks, %llu bytes): %s: %s\n", n,
+                 static_cast<long long>(n_blocks), static_cast<unsigned long long>(bytes),
+                 dd.transfer ? "transfer" : "recompute", dd.reason.c_str());
+  };
+  auto answer_recompute = [](const Done& dn, const disagg::TransferDecision& dd,
+                             const std::string& why) {
+    dn(200, json{{"decision", "recompute"},
+                 {"blocks", 0},
+                 {"bytes", 0},
+                 {"seconds", 0.0},
+                 {"estimated_transfer_s", dd.transfer_s},
+                 {"estimated_recompute_s", dd.recompute_s},
+                 {"reason", why}});
+  };
+  if (!probe) {
+    log(d);
+    metrics_.count_kv_decision(d.transfer);
+    if (!d.transfer) return answer_recompute(done, d, d.reason);
   }
   RequestOptions o;
   o.stop.max_tokens = 1;
@@ -175,23 +185,29 @@ void KvTransferService::prefill(std::vector<int32_t> prompt, std::string salt,
   auto tokens = std::make_shared<std::vector<int32_t>>(prompt);
   auto shared_done = std::make_shared<Done>(std::move(done));
   const double t0 = steady_now_s();
-  auto recompute = [shared_done, d](const std::string& why) {
-    (*shared_done)(200, json{{"decision", "recompute"},
-                             {"blocks", 0},
-                             {"bytes", 0},
-                             {"seconds", 0.0},
-                             {"reason", why},
-                             {"estimate", d.reason}});
+  auto recompute = [shared_done, d, answer_recompute](const std::string& why) {
+    answer_recompute(*shared_done, d, why);
   };
-  auto on_output = [this, tokens, salt, host, port, d, t0, shared_done,
-                    recompute](const RequestOutput& out) {
+  auto on_output = [this, tokens, salt, host, port, d, t0, shared_done, recompute, probe, bytes,
+                    lacking_tokens, log, answer_recompute](const RequestOutput& out) mutable {
     if (!out.finished()) return;
     if (out.finish == FinishReason::kError || out.finish == FinishReason::kAbort) {
       recompute("the prefill failed: " + (out.error.empty() ? "aborted" : out.error));
       return;
     }
     const double prefill_s = out.ttft_s - out.queue_s;
-    rates_.observe_prefill(out.n_prompt - out.n_cached_prompt, prefill_s);
+    // Only prefills long enough to be dominated by compute rather than step overhead.
+    const int32_t computed = out.n_prompt - out.n_cached_prompt;
+    if (computed >= 2 * block_size_ || rates_.prefill_tokens_per_s() <= 0)
+      rates_.observe_prefill(computed, prefill_s);
+    if (probe) {
+      d = disagg::decide_transfer(bytes, static_cast<int64_t>(lacking_tokens),
+                                  rates_.link_bytes_per_s(), rates_.prefill_tokens_per_s());
+      d.reason += " (decided after this prefill measured the rate)";
+      log(d);
+      metrics_.count_kv_decision(d.transfer);
+      if (!d.transfer) return answer_recompute(*shared_done, d, d.reason);
+    }
     // Engine thread, after the step that finished the prefill: the export runs before
     // the next step, so its blocks are still cached.
     try {
