@@ -8,8 +8,12 @@ TransferDecision decide_transfer(uint64_t bytes, int64_t lacking_tokens, double 
                                  double prefill_tokens_per_s) {
   TransferDecision d;
   char buf[160];
-  if (lacking_tokens <= 0 || bytes == 0) {
+  if (bytes == 0) {
     d.reason = "no full block to send";
+    return d;
+  }
+  if (lacking_tokens <= 0) {
+    d.reason = "the decode replica holds every full block already";
     return d;
   }
   d.transfer_s = link_bytes_per_s > 0 ? static_cast<double>(bytes) / link_bytes_per_s : 1e30;

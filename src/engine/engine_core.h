@@ -103,6 +103,9 @@ class EngineCore {
   // prefix cache off.
   disagg::KvMessage export_prompt_blocks(std::span<const int32_t> tokens,
                                          const std::string& salt) const;
+  // Leading full blocks of `tokens` under `salt` that the prefix cache holds (0 when the
+  // cache cannot ship blocks).
+  int64_t held_prefix_blocks(std::span<const int32_t> tokens, const std::string& salt) const;
   struct KvImportResult {
     int32_t imported = 0;  // blocks copied in and registered
     int32_t skipped = 0;   // blocks the prefix cache held already

@@ -80,6 +80,20 @@ disagg::KvMessage EngineCore::export_prompt_blocks(std::span<const int32_t> toke
   return m;
 }
 
+int64_t EngineCore::held_prefix_blocks(std::span<const int32_t> tokens,
+                                       const std::string& salt) const {
+  if (config_.head_modes.n_streaming() > 0 || !config_.prefix_cache) return 0;
+  const auto bs = static_cast<size_t>(config_.block_size);
+  std::optional<BlockKey> parent;
+  int64_t n = 0;
+  for (size_t i = 0; i < tokens.size() / bs; ++i, ++n) {
+    const auto block_tokens = tokens.subspan(i * bs, bs);
+    parent = chain_block_key(parent, block_tokens, salt, model_fingerprint());
+    if (kv_.find_block(*parent, block_tokens) < 0) break;
+  }
+  return n;
+}
+
 EngineCore::KvImportResult EngineCore::import_blocks(const disagg::KvMessage& m) {
   refuse_unshippable(config_, "kv import");
   if (m.model_fingerprint != model_fingerprint()) {

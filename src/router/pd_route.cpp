@@ -66,6 +66,17 @@ PdRoute::Outcome PdRoute::before_decode(const std::string& body, const loadgen::
     auto j = nlohmann::json::parse(body);
     if (!j.is_object()) throw Error("the body is not a JSON object");
     j["kv_target"] = target;
+    // What the decode replica holds already (its prefix cache), so that only the blocks
+    // it lacks count as recompute time saved; without an answer, it is assumed to lack all.
+    try {
+      UpstreamTimeouts t = config_.timeouts;
+      t.first_byte_s = std::min(t.first_byte_s, 5.0);
+      const auto [status, held] = exchange(decode, "POST", "/internal/kv/lookup", body, t);
+      const auto h = nlohmann::json::parse(held, nullptr, false);
+      if (status == 200 && h.is_object() && h.contains("held_blocks"))
+        j["route"] = {{"decode_held_blocks", h["held_blocks"]}};
+    } catch (const std::exception&) {
+    }
     loadgen::Url prefill;
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -2,7 +2,8 @@
 // generation request goes to the decode replica the policy chose, a prefill replica
 // (round robin over --prefill-replica) is asked to prefill it and send the prompt's KV
 // blocks to that decode replica (POST /internal/kv/prefill with "kv_target", the
-// decode replica's receiver from its GET /internal/kv/info, cached). The request then
+// decode replica's receiver from its GET /internal/kv/info, cached, and "route":
+// {"decode_held_blocks"} from the decode replica's POST /internal/kv/lookup). The request then
 // goes to the decode replica as usual, which finds the prompt in its prefix cache. Any
 // failure (a prefill replica down, no receiver, a refused import, a recompute decision)
 // only means the decode replica computes the prompt itself.

@@ -69,8 +69,11 @@ class ApiServer {
   void check_model(const nlohmann::json& body) const;
   void generate(ApiKind kind, const HttpRequest& req, const std::shared_ptr<Responder>& responder,
                 AccessRecord access);
+  std::vector<int32_t> internal_prompt(const nlohmann::json& body, std::string& salt) const;
   void kv_prefill(const HttpRequest& req, const std::shared_ptr<Responder>& responder,
                   AccessRecord access);
+  void kv_lookup(const HttpRequest& req, const std::shared_ptr<Responder>& responder,
+                 AccessRecord& access);
   std::string health() const;
   std::string models() const;
   std::string tokenize(const HttpRequest& req) const;

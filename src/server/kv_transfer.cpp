@@ -1,5 +1,6 @@
 #include "server/kv_transfer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -142,14 +143,33 @@ std::string KvTransferService::import_message(disagg::KvMessage message) {
          " held already";
 }
 
+std::optional<int64_t> KvTransferService::held_blocks(std::vector<int32_t> prompt, std::string salt,
+                                                      double timeout_s) {
+  auto result = std::make_shared<std::promise<int64_t>>();
+  auto future = result->get_future();
+  auto shared = std::make_shared<std::pair<std::vector<int32_t>, std::string>>(std::move(prompt),
+                                                                               std::move(salt));
+  loop_.post([result, shared](EngineCore& engine) {
+    try {
+      result->set_value(engine.held_prefix_blocks(shared->first, shared->second));
+    } catch (...) {
+      result->set_exception(std::current_exception());
+    }
+  });
+  if (future.wait_for(std::chrono::duration<double>(timeout_s)) != std::future_status::ready)
+    return std::nullopt;
+  return future.get();
+}
+
 void KvTransferService::prefill(std::vector<int32_t> prompt, std::string salt,
-                                const std::string& target, Done done) {
+                                const std::string& target, int64_t decode_held, Done done) {
   auto [host, port] = split_host_port(target, "kv_target");
   const auto bs = static_cast<size_t>(block_size_);
   const auto n_blocks = static_cast<int64_t>(prompt.size() / bs);
   // The decode replica is assumed to lack every block (it skips those it holds).
   const uint64_t bytes = static_cast<uint64_t>(n_blocks) * (block_bytes_ + bs * 4 + 16);
-  const uint64_t lacking_tokens = static_cast<uint64_t>(n_blocks) * bs;
+  const uint64_t lacking_tokens =
+      static_cast<uint64_t>(std::max<int64_t>(0, n_blocks - decode_held)) * bs;
   disagg::TransferDecision d =
       disagg::decide_transfer(bytes, static_cast<int64_t>(lacking_tokens),
                               rates_.link_bytes_per_s(), rates_.prefill_tokens_per_s());

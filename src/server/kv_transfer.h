@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,8 +70,16 @@ class KvTransferService {
   // The answer of /internal/kv/prefill: HTTP status and JSON body. Runs on any thread.
   using Done = std::function<void(int status, nlohmann::json body)>;
   // Decides, and on transfer prefills `prompt`, exports and sends to `target`
-  // (HOST:PORT); `done` is called once, from whichever thread finishes.
-  void prefill(std::vector<int32_t> prompt, std::string salt, const std::string& target, Done done);
+  // (HOST:PORT); `done` is called once, from whichever thread finishes. `decode_held`:
+  // leading blocks the decode replica said it holds (its /internal/kv/lookup); only the
+  // others count as recompute time saved.
+  void prefill(std::vector<int32_t> prompt, std::string salt, const std::string& target,
+               int64_t decode_held, Done done);
+  // Leading full blocks of `prompt` this engine's prefix cache holds, asked on the engine
+  // thread; nullopt when it did not answer within `timeout_s`.
+  std::optional<int64_t> held_blocks(std::vector<int32_t> prompt, std::string salt,
+                                     double timeout_s);
+  int32_t block_size() const { return block_size_; }
 
  private:
   struct Send {

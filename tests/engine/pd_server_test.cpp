@@ -87,6 +87,20 @@ TEST(PdServer, SingleRequestMatchesOneServer) {
   const json want =
       testing::http_post(r.both->port(), "/v1/completions", completion(prompt)).json();
   EXPECT_EQ(got["choices"][0]["text"], want["choices"][0]["text"]);
+  // The decode replica reports the blocks it holds; told so, the prefill replica sends
+  // nothing.
+  const json held =
+      testing::http_post(r.decode->port(), "/internal/kv/lookup", completion(prompt)).json();
+  EXPECT_EQ(held["held_blocks"].get<int>(), blocks) << held.dump();
+  json again = completion(prompt);
+  again["kv_target"] = target;
+  again["route"] = {{"decode_held_blocks", blocks}};
+  const json skip = testing::http_post(r.prefill->port(), "/internal/kv/prefill", again).json();
+  EXPECT_EQ(skip["decision"], "recompute") << skip.dump();
+  EXPECT_EQ(testing::http_post(r.both->port(), "/internal/kv/lookup", completion(prompt))
+                .json()["held_blocks"]
+                .get<int>(),
+            blocks);  // `both` computed it itself above
   const std::string metrics = testing::http_get(r.prefill->port(), "/metrics").body;
   EXPECT_NE(metrics.find("strata:kv_transfer_decisions_total{decision=\"transfer\"} 1"),
             std::string::npos);
