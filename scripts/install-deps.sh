@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev clang-format
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libpcre2-dev libxxhash-dev
-  libspdlog-dev libfmt-dev libboost-dev
+  libspdlog-dev libfmt-dev libboost-dev libucx-dev
 )
 
 missing=()

@@ -109,8 +109,8 @@ class BenchRunner {
       } else if (kv_quant::quantized(kc.dtype)) {
         // Quantized tiles are int8 plus scales (kv/kv_quant.h); keys or values alike.
         for (int64_t j = 0; j < kc.block_size; ++j) {
-          kv_quant::store_q8_0(dst, true, tile.data() + j * kc.head_dim, j, kc.block_size,
-                               kc.head_dim);
+          kv_quant::store(kc.dtype, dst, true, tile.data() + j * kc.head_dim, j, kc.block_size,
+                          kc.head_dim);
         }
       } else {
         const bool bf16 =

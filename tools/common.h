@@ -42,7 +42,9 @@ struct EngineFlags {
            "--kv-type", kv_type,
            "KV cache element type: f32, f16, bf16 (attention computed as bf16 dot products, "
            "AVX512_BF16 where the CPU has it), q8_0 (int8 per 32 elements of head_dim with an f16 "
-           "scale; not for MLA models), or auto (bf16 with AVX512_BF16, else f16)")
+           "scale; not for MLA models), q4_0 (4 bits per element, groups of 32 with an f16 "
+           "scale: 0.56 B/element; not for MLA models), or auto (bf16 with AVX512_BF16, else "
+           "f16)")
         ->capture_default_str();
     cmd.add_flag("--mmap", mmap,
                  "map the model file instead of reading it into huge-page memory "
@@ -119,8 +121,9 @@ struct EngineFlags {
   DType kv_dtype() const {
     if (kv_type == "auto") return auto_kv_type();
     const auto t = dtype_from_name(kv_type);
-    if (!t || (*t != DType::F32 && *t != DType::F16 && *t != DType::BF16 && *t != DType::Q8_0)) {
-      throw Error("--kv-type: expected f32, f16, bf16, q8_0 or auto, got '" + kv_type + "'");
+    if (!t || (*t != DType::F32 && *t != DType::F16 && *t != DType::BF16 && *t != DType::Q8_0 &&
+               *t != DType::Q4_0)) {
+      throw Error("--kv-type: expected f32, f16, bf16, q8_0, q4_0 or auto, got '" + kv_type + "'");
     }
     return *t;
   }

@@ -89,10 +89,23 @@ void register_info(CLI::App& app) {
           static_cast<long long>(c.n_layers * c.n_heads *
                                  (m.qk_nope_dim + c.rope_dim + m.v_head_dim) * 2));
     } else {
-      std::printf("kv per token:   %zu bytes (f32), %zu bytes (f16/bf16), %zu bytes (q8_0)\n",
-                  model->kv_bytes_per_token(4), model->kv_bytes_per_token(2),
-                  static_cast<size_t>(2 * c.n_layers * c.n_kv_heads) *
-                      kv_quant::row_bytes(DType::Q8_0, c.head_dim));
+      // Quantized types carry their f16 scales (kv/kv_quant.h); they need head_dim % 16 == 0.
+      const auto quant = [&](DType t) {
+        return static_cast<size_t>(2 * c.n_layers * c.n_kv_heads) *
+               kv_quant::row_bytes(t, c.head_dim);
+      };
+      if (kv_quant::group_size(c.head_dim) > 0) {
+        std::printf(
+            "kv per token:   %zu bytes (f32), %zu bytes (f16/bf16), %zu bytes (q8_0), %zu bytes "
+            "(q4_0)\n",
+            model->kv_bytes_per_token(4), model->kv_bytes_per_token(2), quant(DType::Q8_0),
+            quant(DType::Q4_0));
+      } else {
+        std::printf(
+            "kv per token:   %zu bytes (f32), %zu bytes (f16/bf16); q8_0/q4_0 need head_dim %% 16 "
+            "== 0\n",
+            model->kv_bytes_per_token(4), model->kv_bytes_per_token(2));
+      }
     }
     if (c.yarn.factor > 0.0f) {
       std::printf("rope scaling:   yarn, factor %g, original context %lld, mscale_all_dim %g\n",

@@ -210,6 +210,11 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--kv-listen", f->disagg.kv_listen,
                   "HOST:PORT of the KV receiver (decode/both): imports KV blocks sent by prefill "
                   "replicas (port 0: any; see GET /internal/kv/info)");
+  cmd->add_option("--kv-transport", f->disagg.transport,
+                  "KV transport of the receiver and the sends: tcp, or ucx where built (both "
+                  "replicas alike; --kv-rate-limit is tcp only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tcp", "ucx"}));
   cmd->add_option("--kv-link-gbps", f->disagg.link_gbps,
                   "link bandwidth estimate (Gbit/s) for transfer-vs-recompute until sends are "
                   "measured")

@@ -7,18 +7,20 @@
 namespace strata::attention {
 namespace {
 
-void dequant_q8_0_ref(const uint8_t* tile, bool keys, int64_t bs, int64_t hd, float* out) {
-  const auto* q = reinterpret_cast<const int8_t*>(tile);
-  const auto* scales = reinterpret_cast<const uint16_t*>(tile + kv_quant::q8_scale_offset(bs, hd));
+template <DType T>
+void dequant_ref(const uint8_t* tile, bool keys, int64_t bs, int64_t hd, float* out) {
+  const auto* scales = reinterpret_cast<const uint16_t*>(tile + kv_quant::scale_offset(T, bs, hd));
   const int64_t group = kv_quant::group_size(hd);
   const int64_t n_groups = hd / group;
   for (int64_t slot = 0; slot < bs; ++slot) {
     for (int64_t d = 0; d < hd; ++d) {
-      const int64_t g = d / group;
-      const float s = fp16_to_fp32(scales[keys ? g * bs + slot : slot * n_groups + g]);
+      const float s =
+          fp16_to_fp32(scales[kv_quant::scale_index(keys, d / group, slot, bs, n_groups)]);
       const int64_t at =
           keys ? kv_layout::key_index(d, slot, bs) : kv_layout::value_index(slot, d, hd);
-      out[at] = static_cast<float>(q[at]) * s;
+      const int q = T == DType::Q4_0 ? kv_quant::get_nibble(tile, at) - 8
+                                     : static_cast<int>(reinterpret_cast<const int8_t*>(tile)[at]);
+      out[at] = static_cast<float>(q) * s;
     }
   }
 }
@@ -26,7 +28,7 @@ void dequant_q8_0_ref(const uint8_t* tile, bool keys, int64_t bs, int64_t hd, fl
 }  // namespace
 
 const KvDequantKernels& reference_kv_dequant() {
-  static const KvDequantKernels k{dequant_q8_0_ref, "scalar"};
+  static const KvDequantKernels k{dequant_ref<DType::Q8_0>, dequant_ref<DType::Q4_0>, "scalar"};
   return k;
 }
 
@@ -34,8 +36,9 @@ const KvDequantKernels& kv_dequant() {
   static const KvDequantKernels k = [] {
     const kernels::KernelIsa isa = kernels::cpu_kernel_isa();
     if (isa >= kernels::KernelIsa::avx512_vnni)
-      return KvDequantKernels{avx512::dequant_q8_0, "avx512"};
-    if (isa >= kernels::KernelIsa::avx2) return KvDequantKernels{avx2::dequant_q8_0, "avx2"};
+      return KvDequantKernels{avx512::dequant_q8_0, avx512::dequant_q4_0, "avx512"};
+    if (isa >= kernels::KernelIsa::avx2)
+      return KvDequantKernels{avx2::dequant_q8_0, avx2::dequant_q4_0, "avx2"};
     return reference_kv_dequant();
   }();
   return k;

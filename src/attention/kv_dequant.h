@@ -9,12 +9,20 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace strata::attention {
 
+// A key tile (keys = true) or value tile of block_size x head_dim into f32.
+using DequantTile = void (*)(const uint8_t* tile, bool keys, int64_t block_size, int64_t head_dim,
+                             float* out);
+
 struct KvDequantKernels {
-  // A q8_0 key tile (keys = true) or value tile of block_size x head_dim into f32.
-  void (*q8_0)(const uint8_t* tile, bool keys, int64_t block_size, int64_t head_dim, float* out);
+  DequantTile q8_0;
+  DequantTile q4_0;  // needs an even block_size
   const char* name;
+  // The function of a quantized type (Q8_0 or Q4_0).
+  DequantTile of(DType t) const { return t == DType::Q4_0 ? q4_0 : q8_0; }
 };
 
 const KvDequantKernels& reference_kv_dequant();
@@ -23,9 +31,11 @@ const KvDequantKernels& kv_dequant();
 
 namespace avx2 {
 void dequant_q8_0(const uint8_t* tile, bool keys, int64_t block_size, int64_t head_dim, float* out);
-}
+void dequant_q4_0(const uint8_t* tile, bool keys, int64_t block_size, int64_t head_dim, float* out);
+}  // namespace avx2
 namespace avx512 {
 void dequant_q8_0(const uint8_t* tile, bool keys, int64_t block_size, int64_t head_dim, float* out);
-}
+void dequant_q4_0(const uint8_t* tile, bool keys, int64_t block_size, int64_t head_dim, float* out);
+}  // namespace avx512
 
 }  // namespace strata::attention

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attention/kv_dequant.h"
+#include "attention/kv_quantize.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/prefetch.h"
@@ -49,7 +50,8 @@ ScratchLayout layout(const AttentionShape& s, int64_t bs) {
 // cache's element type at the places kv/tile_layout.h gives them.
 void store_slot(uint8_t* tile, DType dtype, bool keys, const float* src, int64_t slot, int64_t bs,
                 int64_t hd) {
-  if (dtype == DType::Q8_0) return kv_quant::store_q8_0(tile, keys, src, slot, bs, hd);
+  if (kv_quant::quantized(dtype))  // the SIMD quantize-on-write (same bytes as the reference)
+    return attention::kv_quantize().of(dtype)(tile, keys, src, slot, bs, hd);
   auto index = [&](int64_t d) {
     if (dtype == DType::BF16) {
       return keys ? kv_layout::bf16_key_index(d, slot, bs)
@@ -195,7 +197,8 @@ void AttentionPass::run_item(int64_t item, int tid) const {
                                                               : attention::TileElem::f32;
   const size_t tile_bytes = cache.tile_bytes();
   const bool quantized = kv_quant::quantized(cfg.dtype);
-  const attention::KvDequantKernels& dq = attention::kv_dequant();
+  const attention::DequantTile dequant =
+      quantized ? attention::kv_dequant().of(cfg.dtype) : nullptr;
   float* buf = scratch_.thread_buffer(tid);
   float* ktiles = buf + lay.tiles;
   float* vtiles = ktiles + attention::kMaxFoldBlocks * bs * hd;
@@ -230,8 +233,8 @@ void AttentionPass::run_item(int64_t item, int tid) const {
         // Dequantized here, one fold's tiles at a time, into this thread's scratch.
         float* kd = ktiles + b * bs * hd;
         float* vd = vtiles + b * bs * hd;
-        dq.q8_0(static_cast<const uint8_t*>(tile.kt[b]), true, bs, hd, kd);
-        dq.q8_0(static_cast<const uint8_t*>(tile.v[b]), false, bs, hd, vd);
+        dequant(static_cast<const uint8_t*>(tile.kt[b]), true, bs, hd, kd);
+        dequant(static_cast<const uint8_t*>(tile.v[b]), false, bs, hd, vd);
         tile.kt[b] = kd;
         tile.v[b] = vd;
       }

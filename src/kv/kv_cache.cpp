@@ -12,7 +12,7 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
   if (config.dtype != DType::F32 && config.dtype != DType::F16 && config.dtype != DType::BF16 &&
       !kv_quant::quantized(config.dtype)) {
     throw Error("kv cache: unsupported element type '" + std::string(dtype_name(config.dtype)) +
-                "' (use f32, f16, bf16 or q8_0)");
+                "' (use f32, f16, bf16, q8_0 or q4_0)");
   }
   if (config.n_layers <= 0 || config.n_kv_heads <= 0 || config.head_dim <= 0 ||
       config.block_size <= 0 || config.n_blocks <= 0) {
@@ -30,13 +30,17 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
                   std::string(dtype_name(config.dtype)) + "' is not supported for MLA models");
     }
     if (kv_quant::group_size(config.head_dim) == 0) {
-      throw Error(
-          "kv cache: a q8_0 cache quantizes head_dim in groups of 32 (or 16), so "
-          "head_dim (" +
-          std::to_string(config.head_dim) + ") must be a multiple of 16");
+      throw Error("kv cache: a " + std::string(dtype_name(config.dtype)) +
+                  " cache quantizes head_dim in groups of 32 (or 16), so head_dim (" +
+                  std::to_string(config.head_dim) + ") must be a multiple of 16");
+    }
+    if (config.dtype == DType::Q4_0 && config.block_size % 2 != 0) {
+      throw Error("kv cache: q4_0 tiles pack two keys to a byte, so block_size (" +
+                  std::to_string(config.block_size) + ") must be even");
     }
   }
-  // Quantized tiles hold int8 elements (plus their scales, counted in tile_bytes_).
+  // Quantized tiles hold int8 elements or nibbles (plus their scales, counted in
+  // tile_bytes_); element_size() is 1 for both.
   element_size_ = kv_quant::quantized(config.dtype) ? 1 : dtype_info(config.dtype).type_size;
   tile_elems_ = config.block_size * config.head_dim;
   tile_bytes_ =

@@ -20,8 +20,9 @@ struct KvCacheConfig {
   int64_t head_dim = 0;
   int64_t block_size = 16;  // tokens per block
   int64_t n_blocks = 0;
-  DType dtype = DType::F32;  // F32, F16, BF16 (even head_dim and block_size) or Q8_0
-                             // (head_dim % 32 == 0, not latent; kv/kv_quant.h)
+  DType dtype = DType::F32;  // F32, F16, BF16 (even head_dim and block_size), Q8_0 or
+                             // Q4_0 (head_dim % 16 == 0, not latent, Q4_0 an even
+                             // block_size; kv/kv_quant.h)
   // Sparse attention: streaming heads' K/V live in a second pool of n_stream_blocks
   // blocks (addressed through a sequence's stream table), full heads' in the first.
   // Dense modes (the default) leave the second pool empty and the layout unchanged.
@@ -38,7 +39,8 @@ class KvCache {
   explicit KvCache(const KvCacheConfig& config);
 
   const KvCacheConfig& config() const { return config_; }
-  // Bytes of one stored element (1 for q8_0, whose scales are extra: use tile_bytes()).
+  // Bytes of one stored element (1 for q8_0 and q4_0, whose scales are extra and whose
+  // nibbles are half a byte: use tile_bytes()).
   size_t element_size() const { return element_size_; }
   // Bytes of one (block, head) tile of keys or of values, scales included.
   size_t tile_bytes() const { return tile_bytes_; }

@@ -49,8 +49,8 @@ std::pair<std::string, uint16_t> split_host_port(const std::string& text, const 
 
 namespace {
 
-disagg::TcpTransportOptions transport_options(const DisaggConfig& c) {
-  disagg::TcpTransportOptions o;
+disagg::KvTransportOptions transport_options(const DisaggConfig& c) {
+  disagg::KvTransportOptions o;
   o.io_timeout_s = c.io_timeout_s;
   o.rate_limit_bytes_per_s = c.rate_limit_bytes_per_s;
   return o;
@@ -76,8 +76,8 @@ KvTransferService::KvTransferService(DisaggConfig config, EngineLoop& loop,
       rates_(initial_link(config_)) {
   if (config_.role != ServeRole::kPrefill && !config_.kv_listen.empty()) {
     auto [host, port] = split_host_port(config_.kv_listen, "--kv-listen");
-    receiver_ = std::make_unique<disagg::TcpKvReceiver>(
-        host, port, transport_options(config_),
+    receiver_ = disagg::make_kv_receiver(
+        config_.transport, host, port, transport_options(config_),
         [this](disagg::KvMessage m) { return import_message(std::move(m)); });
     listen_actual_ = host + ":" + std::to_string(receiver_->port());
     std::fprintf(stderr, "strata serve: KV receiver on %s:%u (role %s)\n", host.c_str(),
@@ -85,6 +85,8 @@ KvTransferService::KvTransferService(DisaggConfig config, EngineLoop& loop,
   } else if (config_.role == ServeRole::kDecode) {
     throw Error("--role decode needs --kv-listen HOST:PORT");
   }
+  if (config_.role != ServeRole::kDecode)
+    sender_transport_ = disagg::make_kv_sender(config_.transport, transport_options(config_));
   sender_ = std::thread([this] { send_loop(); });
 }
 
@@ -100,6 +102,7 @@ KvTransferService::~KvTransferService() {
 
 json KvTransferService::info() const {
   json j = {{"role", serve_role_name(config_.role)},
+            {"kv_transport", config_.transport},
             {"block_size", block_size_},
             {"block_bytes", block_bytes_},
             {"model_fingerprint", std::to_string(fingerprint_)},
@@ -288,8 +291,8 @@ void KvTransferService::send_one(Send& s) {
     if (n_blocks == 0) throw Error("no block of the prompt was in the prefix cache");
     const std::vector<uint8_t> wire = disagg::encode_kv_message(s.message);
     s.message = {};  // the wire copy is all that is needed from here
-    const std::string reply =
-        disagg::send_kv_message(s.host, s.port, wire, transport_options(config_));
+    if (!sender_transport_) throw Error("this replica does not send KV (--role decode)");
+    const std::string reply = sender_transport_->send(s.host, s.port, wire);
     const double seconds = steady_now_s() - t0;
     rates_.observe_send(wire.size(), seconds);
     metrics_.kv_transfer_seconds.observe(seconds);

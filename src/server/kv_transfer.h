@@ -1,5 +1,6 @@
 // The server's side of prefill/decode disaggregation (docs/DISAGGREGATION.md):
-//   decode role: a TcpKvReceiver whose handler imports each KV message on the engine
+//   decode role: a KvReceiver (disagg/kv_transport.h: tcp or ucx) whose handler imports each KV
+//   message on the engine
 //                thread (EngineCore::import_blocks), so the next request with that prompt
 //                hits the imported blocks in the prefix cache;
 //   prefill role: POST /internal/kv/prefill — decide transfer vs recompute, and on
@@ -24,7 +25,7 @@
 #include <vector>
 
 #include "disagg/kv_format.h"
-#include "disagg/tcp_transport.h"
+#include "disagg/kv_transport.h"
 #include "disagg/transfer_decision.h"
 #include "engine/engine_loop.h"
 #include "server/metrics.h"
@@ -38,6 +39,7 @@ const char* serve_role_name(ServeRole role);
 struct DisaggConfig {
   ServeRole role = ServeRole::kBoth;
   std::string kv_listen;              // HOST:PORT of the KV receiver; empty: none
+  std::string transport = "tcp";      // "tcp" or "ucx" (disagg/kv_transport.h), both ends alike
   double link_gbps = 10;              // link estimate before any send was measured
   double rate_limit_bytes_per_s = 0;  // sender pacing (0: none), the slow-link experiment
   double io_timeout_s = 30;           // each transport phase
@@ -101,7 +103,8 @@ class KvTransferService {
   uint64_t block_bytes_;
   uint64_t fingerprint_;
   disagg::TransferRates rates_;
-  std::unique_ptr<disagg::TcpKvReceiver> receiver_;
+  std::unique_ptr<disagg::KvReceiver> receiver_;
+  std::unique_ptr<disagg::KvSender> sender_transport_;
   std::string listen_actual_;  // HOST:PORT the receiver is bound to; empty: none
 
   std::mutex mutex_;

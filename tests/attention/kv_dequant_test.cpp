@@ -1,14 +1,17 @@
-// q8_0 KV tiles: quantizing a slot and dequantizing the tile round-trips within half a
-// scale step, and the AVX2 / AVX-512 dequantizers give the reference's bits.
+// q8_0 and q4_0 KV tiles: quantizing a slot and dequantizing the tile round-trips within
+// half a scale step, the AVX2 / AVX-512 dequantizers give the reference's bits, and the
+// AVX2 / AVX-512 quantize-on-write stores give the reference's bytes.
 #include "attention/kv_dequant.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "attention/kv_quantize.h"
 #include "core/fp16.h"
 #include "kernels/quant/traits.h"
 #include "kv/kv_quant.h"
@@ -22,7 +25,7 @@ struct Tile {
   std::vector<uint8_t> k, v;
 };
 
-Tile make_tile(int64_t bs, int64_t hd, uint32_t seed) {
+Tile make_tile(int64_t bs, int64_t hd, uint32_t seed, DType type = DType::Q8_0) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 2.0f);
   Tile t{bs, hd, std::vector<float>(static_cast<size_t>(bs * hd)), {}, {}};
@@ -31,28 +34,60 @@ Tile make_tile(int64_t bs, int64_t hd, uint32_t seed) {
   t.src[3] = 1e4f;
   for (int64_t d = 0; d < 16 && bs > 1; ++d) t.src[static_cast<size_t>(hd + d)] = 0.0f;
   for (int64_t d = 0; d < 16 && bs > 2; ++d) t.src[static_cast<size_t>(2 * hd + d)] = -0.5f;
-  const size_t bytes = static_cast<size_t>(bs) * kv_quant::row_bytes(DType::Q8_0, hd);
+  // A tie for the largest magnitude (q4_0 keeps the first: -3 here).
+  if (bs > 3 && hd >= 32) {
+    for (int64_t d = 16; d < 32; ++d) {
+      auto& x = t.src[static_cast<size_t>(3 * hd + d)];
+      x = std::clamp(x, -2.9f, 2.9f);
+    }
+    t.src[static_cast<size_t>(3 * hd + 17)] = -3.0f;
+    t.src[static_cast<size_t>(3 * hd + 20)] = 3.0f;
+  }
+  const size_t bytes = static_cast<size_t>(bs) * kv_quant::row_bytes(type, hd);
   t.k.assign(bytes, 0xAB);
   t.v.assign(bytes, 0xCD);
   for (int64_t s = 0; s < bs; ++s) {
-    kv_quant::store_q8_0(t.k.data(), true, t.src.data() + s * hd, s, bs, hd);
-    kv_quant::store_q8_0(t.v.data(), false, t.src.data() + s * hd, s, bs, hd);
+    kv_quant::store(type, t.k.data(), true, t.src.data() + s * hd, s, bs, hd);
+    kv_quant::store(type, t.v.data(), false, t.src.data() + s * hd, s, bs, hd);
   }
   return t;
 }
 
-using Dequant = void (*)(const uint8_t*, bool, int64_t, int64_t, float*);
-
-void expect_same_as_reference(Dequant f, const char* name) {
-  for (int64_t bs : {16, 8, 20, 32}) {
+void expect_same_as_reference(DequantTile f, const char* name, DType type = DType::Q8_0) {
+  for (int64_t bs : {16, 8, 20, 32, 6}) {
     for (int64_t hd : {16, 32, 48, 64, 128}) {
-      const Tile t = make_tile(bs, hd, static_cast<uint32_t>(bs * 1000 + hd));
+      const Tile t = make_tile(bs, hd, static_cast<uint32_t>(bs * 1000 + hd), type);
       for (bool keys : {true, false}) {
         std::vector<float> want(t.src.size()), got(t.src.size(), -1.0f);
-        reference_kv_dequant().q8_0((keys ? t.k : t.v).data(), keys, bs, hd, want.data());
+        reference_kv_dequant().of(type)((keys ? t.k : t.v).data(), keys, bs, hd, want.data());
         f((keys ? t.k : t.v).data(), keys, bs, hd, got.data());
         ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
-            << name << " bs " << bs << " hd " << hd << (keys ? " keys" : " values");
+            << name << " " << dtype_name(type) << " bs " << bs << " hd " << hd
+            << (keys ? " keys" : " values");
+      }
+    }
+  }
+}
+
+// Quantize-on-write: every slot of a tile stored with `f` gives the reference's bytes,
+// over tiles with outliers, zero, constant, tied, NaN and infinite groups.
+void expect_store_same_as_reference(StoreRow f, const char* name, DType type) {
+  for (int64_t bs : {16, 8, 20, 32, 6}) {
+    for (int64_t hd : {16, 32, 48, 64, 128}) {
+      Tile t = make_tile(bs, hd, static_cast<uint32_t>(bs * 77 + hd), type);
+      if (bs > 5) {
+        t.src[static_cast<size_t>(4 * hd + 1)] = std::nanf("");
+        t.src[static_cast<size_t>(5 * hd + 2)] = -INFINITY;
+        t.src[static_cast<size_t>(5 * hd)] = 1e-40f;  // subnormal
+      }
+      for (bool keys : {true, false}) {
+        std::vector<uint8_t> want((keys ? t.k : t.v).size(), 0x5A), got(want);
+        for (int64_t s = 0; s < bs; ++s) {
+          kv_quant::store(type, want.data(), keys, t.src.data() + s * hd, s, bs, hd);
+          f(got.data(), keys, t.src.data() + s * hd, s, bs, hd);
+        }
+        ASSERT_EQ(want, got) << name << " " << dtype_name(type) << " bs " << bs << " hd " << hd
+                             << (keys ? " keys" : " values");
       }
     }
   }
@@ -87,6 +122,41 @@ TEST(KvDequant, ReferenceRoundTripsWithinHalfAStep) {
   }
 }
 
+TEST(KvDequant, Q4ReferenceRoundTripsWithinHalfAStep) {
+  for (int64_t bs : {16, 8}) {
+    for (int64_t hd : {16, 32, 128}) {
+      const Tile t = make_tile(bs, hd, 9, DType::Q4_0);
+      for (bool keys : {true, false}) {
+        std::vector<float> out(t.src.size());
+        reference_kv_dequant().q4_0((keys ? t.k : t.v).data(), keys, bs, hd, out.data());
+        for (int64_t s = 0; s < bs; ++s) {
+          const int64_t gs = kv_quant::group_size(hd);
+          for (int64_t g = 0; g < hd / gs; ++g) {
+            float amax = 0, m = 0;
+            for (int64_t i = 0; i < gs; ++i) {
+              const float x = t.src[size_t(s * hd + g * gs + i)];
+              if (std::fabs(x) > amax) amax = std::fabs(m = x);
+            }
+            const float step = std::fabs(fp16_to_fp32(fp32_to_fp16(m / -8.0f)));
+            for (int64_t i = 0; i < gs; ++i) {
+              const int64_t d = g * gs + i;
+              const int64_t at =
+                  keys ? kv_layout::key_index(d, s, bs) : kv_layout::value_index(s, d, hd);
+              const float x = t.src[size_t(s * hd + d)];
+              // Half a step, or a whole one where +8 steps is clamped to +7 (the side
+              // opposite the group's largest element), plus the scale's f16 rounding.
+              const float tol =
+                  (x * m < 0 && std::fabs(x) > 7.5f * step ? 1.0f : 0.5f) * step + amax * 1e-3f;
+              EXPECT_NEAR(out[size_t(at)], x, tol)
+                  << "slot " << s << " d " << d << (keys ? " keys" : " values");
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(KvDequant, NonFiniteInputsDoNotCrash) {
   std::vector<float> row(32, 1.0f);
   row[0] = std::nanf("");
@@ -101,6 +171,26 @@ TEST(KvDequant, NonFiniteInputsDoNotCrash) {
 TEST(KvDequant, Avx2MatchesReference) {
   if (!kernels::cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
   expect_same_as_reference(avx2::dequant_q8_0, "avx2");
+  expect_same_as_reference(avx2::dequant_q4_0, "avx2", DType::Q4_0);
+}
+
+TEST(KvQuantize, Avx2MatchesReference) {
+  if (!kernels::cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
+  expect_store_same_as_reference(avx2::store_q8_0, "avx2", DType::Q8_0);
+  expect_store_same_as_reference(avx2::store_q4_0, "avx2", DType::Q4_0);
+}
+
+TEST(KvQuantize, Avx512MatchesReference) {
+  if (kernels::cpu_kernel_isa() < kernels::KernelIsa::avx512_vnni) {
+    GTEST_SKIP() << "no AVX-512 on this CPU (or STRATA_NO_AVX512)";
+  }
+  expect_store_same_as_reference(avx512::store_q8_0, "avx512", DType::Q8_0);
+  expect_store_same_as_reference(avx512::store_q4_0, "avx512", DType::Q4_0);
+}
+
+TEST(KvQuantize, DispatchedKernelsMatchReference) {
+  expect_store_same_as_reference(kv_quantize().q8_0, kv_quantize().name, DType::Q8_0);
+  expect_store_same_as_reference(kv_quantize().q4_0, kv_quantize().name, DType::Q4_0);
 }
 
 TEST(KvDequant, Avx512MatchesReference) {
@@ -108,6 +198,7 @@ TEST(KvDequant, Avx512MatchesReference) {
     GTEST_SKIP() << "no AVX-512 on this CPU (or STRATA_NO_AVX512)";
   }
   expect_same_as_reference(avx512::dequant_q8_0, "avx512");
+  expect_same_as_reference(avx512::dequant_q4_0, "avx512", DType::Q4_0);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Paged attention against a naive reference: random Q/K/V, scattered block tables,
-// GQA groups, several sequences in one batch, f32, f16, bf16 and q8_0 KV storage.
+// GQA groups, several sequences in one batch, f32, f16, bf16, q8_0 and q4_0 KV storage.
 #include "attention/paged_attention.h"
 
 #include <gtest/gtest.h>
@@ -81,6 +81,25 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
       }
     }
   }
+  // q4_0: scale = (the group's largest-magnitude element) / -8 rounded to f16, elements
+  // x * (1 / scale) rounded and clamped to [-8, 7], times the scale.
+  if (c.dtype == DType::Q4_0) {
+    for (auto* buf : {&ks, &vs}) {
+      const size_t gs = c.head_dim % 32 == 0 ? 32 : 16;
+      for (size_t g0 = 0; g0 < buf->size(); g0 += gs) {
+        float amax = 0, m = 0;
+        for (size_t i = 0; i < gs; ++i) {
+          if (std::fabs((*buf)[g0 + i]) > amax) amax = std::fabs(m = (*buf)[g0 + i]);
+        }
+        const float sc = fp16_to_fp32(fp32_to_fp16(m / -8.0f));
+        const float inv = sc != 0 ? 1.0f / sc : 0.0f;
+        for (size_t i = 0; i < gs; ++i) {
+          float& x = (*buf)[g0 + i];
+          x = std::clamp(std::nearbyint(x * inv), -8.0f, 7.0f) * sc;
+        }
+      }
+    }
+  }
 
   write_kv(cache, 0, batch, k.data(), v.data());
   ThreadPool pool(2);
@@ -130,7 +149,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{8, 1, 64, 8, DType::F32}, Case{6, 3, 16, 4, DType::F16},
                       Case{8, 2, 64, 16, DType::BF16}, Case{6, 3, 16, 4, DType::BF16},
                       Case{8, 2, 64, 16, DType::Q8_0}, Case{4, 4, 32, 8, DType::Q8_0},
-                      Case{8, 1, 128, 16, DType::Q8_0}, Case{4, 2, 16, 16, DType::Q8_0}));
+                      Case{8, 1, 128, 16, DType::Q8_0}, Case{4, 2, 16, 16, DType::Q8_0},
+                      Case{8, 2, 64, 16, DType::Q4_0}, Case{4, 4, 32, 8, DType::Q4_0},
+                      Case{8, 1, 128, 16, DType::Q4_0}, Case{4, 2, 48, 16, DType::Q4_0},
+                      Case{4, 2, 32, 6, DType::Q4_0}));
 
 TEST(PagedAttention, Q8CacheRejectsMlaAndOddHeadDim) {
   KvCacheConfig c{1, 1, 40, 16, 4, DType::Q8_0, {}, 0};
@@ -142,6 +164,21 @@ TEST(PagedAttention, Q8CacheRejectsMlaAndOddHeadDim) {
   const KvCache cache(c);
   EXPECT_EQ(cache.tile_bytes(), size_t{16 * (64 + 2 * 2)});
   EXPECT_EQ(cache.bytes_per_token(), size_t{2 * (64 + 4)});
+}
+
+TEST(PagedAttention, Q4CacheSizesAndRejects) {
+  KvCacheConfig c{1, 1, 40, 16, 4, DType::Q4_0, {}, 0};
+  EXPECT_THROW(KvCache{c}, Error);  // head_dim not a multiple of 16
+  c.head_dim = 64;
+  c.latent = true;
+  EXPECT_THROW(KvCache{c}, Error);  // MLA's latent cache stays f32/f16/bf16
+  c.latent = false;
+  c.block_size = 15;
+  EXPECT_THROW(KvCache{c}, Error);  // two keys to a byte
+  c.block_size = 16;
+  const KvCache cache(c);
+  EXPECT_EQ(cache.tile_bytes(), size_t{16 * (32 + 2 * 2)});  // 0.5625 B/element
+  EXPECT_EQ(cache.bytes_per_token(), size_t{2 * (32 + 4)});
 }
 
 TEST(PagedAttention, WriteOutsideBlockTableThrows) {

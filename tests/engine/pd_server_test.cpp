@@ -5,11 +5,13 @@
 // (--kv-rate-limit) turns the decision to recompute.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "disagg/kv_transport.h"
 #include "http/http_client.h"
 #include "server/server.h"
 #include "support/tiny_models.h"
@@ -19,7 +21,8 @@ namespace {
 
 using nlohmann::json;
 
-std::unique_ptr<server::Server> start(server::ServeRole role, double rate_limit = 0) {
+std::unique_ptr<server::Server> start(server::ServeRole role, double rate_limit = 0,
+                                      const std::string& transport = "tcp") {
   server::ServeOptions o;
   o.model_path = testing::aidreams_gguf();
   o.compute_threads = 1;
@@ -31,6 +34,7 @@ std::unique_ptr<server::Server> start(server::ServeRole role, double rate_limit 
   o.disagg.role = role;
   if (role != server::ServeRole::kPrefill) o.disagg.kv_listen = "127.0.0.1:0";
   o.disagg.rate_limit_bytes_per_s = rate_limit;
+  o.disagg.transport = transport;
   auto s = std::make_unique<server::Server>(o);
   s->start();
   s->load();
@@ -153,6 +157,27 @@ TEST(PdServer, SlowLinkRecomputesAndFailuresFallBack) {
   EXPECT_EQ(testing::http_post(r.decode->port(), "/internal/kv/prefill", body).status, 404);
   body.erase("kv_target");
   EXPECT_EQ(testing::http_post(r.prefill->port(), "/internal/kv/prefill", body).status, 400);
+}
+
+TEST(PdServer, UcxTransportMatchesOneServer) {
+  const auto kinds = disagg::kv_transport_kinds();
+  if (std::find(kinds.begin(), kinds.end(), "ucx") == kinds.end())
+    GTEST_SKIP() << "UCX transport not built";
+  auto both = start(server::ServeRole::kBoth);
+  auto decode = start(server::ServeRole::kDecode, 0, "ucx");
+  auto prefill = start(server::ServeRole::kPrefill, 0, "ucx");
+  const auto info = testing::http_get(decode->port(), "/internal/kv/info").json();
+  EXPECT_EQ(info["kv_transport"], "ucx");
+  json body = completion(prompt_text(2));
+  body["kv_target"] = info["kv_listen"];
+  const json d = testing::http_post(prefill->port(), "/internal/kv/prefill", body).json();
+  EXPECT_EQ(d["decision"], "transfer") << d.dump();
+  const json got =
+      testing::http_post(decode->port(), "/v1/completions", completion(prompt_text(2))).json();
+  const json want =
+      testing::http_post(both->port(), "/v1/completions", completion(prompt_text(2))).json();
+  EXPECT_EQ(got["choices"][0]["text"], want["choices"][0]["text"]);
+  EXPECT_GT(got["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
 }
 
 }  // namespace
