@@ -25,6 +25,9 @@ void register_router(CLI::App& app) {
   cmd->add_option("--replica", f->config.replicas, "replica base URL (repeatable)");
   cmd->add_option("--replica-file", f->config.replica_file,
                   "more replicas, one URL per line (# comments); re-read on SIGHUP");
+  cmd->add_option("--prefill-replica", f->config.prefill_replicas,
+                  "PD: prefill replica base URL (repeatable); it sends each prompt's KV to the "
+                  "decode replica chosen from --replica (docs/DISAGGREGATION.md)");
   cmd->add_option("--policy", f->policy, "round-robin | least-load | prefix");
   cmd->add_option("--load-factor", f->config.load_factor,
                   "CHWBL bound c: a replica takes a key while load <= c x mean (inf: none)");

@@ -34,6 +34,8 @@ struct ServeFlags {
   server::ApiConfig api;
   server::TemplateLimits template_limits;
   double shutdown_timeout_s = 30;
+  std::string role = "both";
+  server::DisaggConfig disagg;
 };
 
 // What ends the serving: a signal, or an engine failure that left its state unknown.
@@ -80,6 +82,8 @@ void serve(const ServeFlags& f) {
   o.api = f.api;
   o.shutdown_timeout_s = f.shutdown_timeout_s;
   o.template_limits = f.template_limits;
+  o.disagg = f.disagg;
+  o.disagg.role = server::parse_serve_role(f.role);
   auto stop = std::make_shared<StopEvent>();
   o.on_engine_failure = [stop](const std::string& what) {
     {
@@ -198,6 +202,32 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--io-threads", f->http.io_threads, "HTTP I/O threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
+  // Prefill/decode disaggregation (docs/DISAGGREGATION.md).
+  cmd->add_option("--role", f->role,
+                  "prefill, decode or both: which side of disaggregation this replica takes")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"prefill", "decode", "both"}));
+  cmd->add_option("--kv-listen", f->disagg.kv_listen,
+                  "HOST:PORT of the KV receiver (decode/both): imports KV blocks sent by prefill "
+                  "replicas (port 0: any; see GET /internal/kv/info)");
+  cmd->add_option("--kv-transport", f->disagg.transport,
+                  "KV transport of the receiver and the sends: tcp, or ucx where built (both "
+                  "replicas alike; --kv-rate-limit is tcp only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tcp", "ucx"}));
+  cmd->add_option("--kv-link-gbps", f->disagg.link_gbps,
+                  "link bandwidth estimate (Gbit/s) for transfer-vs-recompute until sends are "
+                  "measured")
+      ->capture_default_str()
+      ->check(CLI::Range(1e-6, 1e6));
+  cmd->add_option("--kv-rate-limit", f->disagg.rate_limit_bytes_per_s,
+                  "cap KV sends at BYTES_PER_S (0: none), to emulate a slow link")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e12));
+  cmd->add_option("--kv-timeout", f->disagg.io_timeout_s,
+                  "seconds each KV transport phase (connect, read, write) may take")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 3600.0));
   cmd->callback([f] { serve(*f); });
 }
 

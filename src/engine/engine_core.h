@@ -13,10 +13,12 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
+#include "disagg/kv_format.h"
 #include "kv/head_modes.h"
 #include "kv/kv_manager.h"
 #include "model/model.h"
@@ -86,6 +88,34 @@ class EngineCore {
   // Ends a request; its output (finish kAbort) comes with the next step. False if unknown.
   bool abort(RequestId id);
   bool has_work() const;
+
+  // Prefill/decode disaggregation (engine/kv_transfer.cpp, docs/DISAGGREGATION.md): whole
+  // prefix blocks of the paged pool as KV messages. Engine thread only (between steps).
+  //
+  // The layer table of this engine's blocks, and the bytes of one block across layers.
+  std::vector<disagg::KvLayerLayout> kv_layer_layout() const;
+  uint64_t kv_block_bytes() const;
+  // The model identity of the prefix-cache keys (model_identity of the file).
+  uint64_t model_fingerprint() const { return plan_.manager.model_id; }
+  // The leading full blocks of `tokens` under `salt` that the prefix cache holds (run the
+  // prefill first), with their K/V bytes per layer; stops at the first block it lacks.
+  // Throws strata::Error when blocks cannot be shipped: streaming (sparse) heads, or the
+  // prefix cache off.
+  disagg::KvMessage export_prompt_blocks(std::span<const int32_t> tokens,
+                                         const std::string& salt) const;
+  // Leading full blocks of `tokens` under `salt` that the prefix cache holds (0 when the
+  // cache cannot ship blocks).
+  int64_t held_prefix_blocks(std::span<const int32_t> tokens, const std::string& salt) const;
+  struct KvImportResult {
+    int32_t imported = 0;  // blocks copied in and registered
+    int32_t skipped = 0;   // blocks the prefix cache held already
+  };
+  // Checks `message` against this engine (model id, vocabulary, block size, layer table)
+  // and copies the blocks it lacks into blocks of its pool, all of them or none, then
+  // registers them in the prefix cache (cached, unreferenced), so the next request with
+  // that prompt and salt hits them. Throws strata::Error, with nothing changed, when the
+  // message does not fit or the pool has too few available blocks.
+  KvImportResult import_blocks(const disagg::KvMessage& message);
 
   EngineMetrics metrics() const;
   int64_t kv_capacity_tokens() const { return kv_capacity_tokens_; }

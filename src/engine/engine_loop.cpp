@@ -53,6 +53,16 @@ void EngineLoop::abort_all() {
   wake_.notify_all();
 }
 
+void EngineLoop::post(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failure_.empty()) throw Error("the engine has failed: " + failure_);
+    if (stop_) throw Error("engine is shutting down");
+    tasks_.push_back(std::move(task));
+  }
+  wake_.notify_all();
+}
+
 size_t EngineLoop::in_flight() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return in_flight_;
@@ -72,16 +82,28 @@ bool EngineLoop::wait_idle(double timeout_s) {
 void EngineLoop::run() {
   std::vector<Pending> submissions;
   std::vector<RequestId> aborts;
+  std::vector<Task> tasks;
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] {
-        return stop_ || !submissions_.empty() || !aborts_.empty() || engine_.has_work();
+        return stop_ || !submissions_.empty() || !aborts_.empty() || !tasks_.empty() ||
+               engine_.has_work();
       });
       if (stop_) break;
       submissions.swap(submissions_);
       aborts.swap(aborts_);
+      tasks.swap(tasks_);
     }
+    // Tasks first: nothing has changed the KV since the outputs they follow.
+    for (Task& t : tasks) {
+      try {
+        t(engine_);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "strata: engine task failed: %s\n", e.what());
+      }
+    }
+    tasks.clear();
     for (auto& p : submissions) {
       try {
         const RequestId eid = engine_.add_request(std::move(p.prompt), p.options);

@@ -38,6 +38,13 @@ class EngineLoop {
   void abort(RequestId id);
   void abort_all();
 
+  // Runs `task` on the engine thread before the next step (after the outputs of the last
+  // one were delivered, so a task posted from an output callback sees the engine exactly
+  // as that step left it). Tasks must not block; one that throws is reported and
+  // dropped. Throws strata::Error when the loop has stopped or failed.
+  using Task = std::function<void(EngineCore&)>;
+  void post(Task task);
+
   // Requests submitted and not yet finished.
   size_t in_flight() const;
   // Metrics as of the last step (safe to call from any thread).
@@ -64,6 +71,7 @@ class EngineLoop {
   std::condition_variable idle_;
   std::vector<Pending> submissions_;
   std::vector<RequestId> aborts_;
+  std::vector<Task> tasks_;
   bool stop_ = false;
   std::string failure_;
   std::function<void(const std::string&)> on_fatal_;

@@ -102,6 +102,22 @@ void KvManager::free(SequenceKv& seq) {
   seq.block_keys.clear();
 }
 
+std::vector<int32_t> KvManager::allocate_blocks(int32_t n) {
+  std::vector<int32_t> ids;
+  BlockPool& pool = managers_[0]->pool();
+  if (n <= 0 || n > pool.n_available()) return ids;
+  ids.reserve(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    const auto id = pool.allocate();
+    if (!id) {  // n_available said otherwise; give back what was taken
+      for (int32_t b : ids) pool.release(b);
+      return {};
+    }
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
 void KvManager::clear_cache() {
   for (const auto& m : managers_) m->pool().clear_cache();
 }

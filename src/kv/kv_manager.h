@@ -93,6 +93,23 @@ class KvManager {
   // Drops every cached (unreferenced) block; used by tests and on cache resets.
   void clear_cache();
 
+  // Whole prefix blocks of the paged pool moved between engines (prefill/decode
+  // disaggregation, engine/kv_transfer.cpp); full attention only (the caller refuses
+  // sparse caches). The block registered under `key` with `tokens` (held or cached), or -1.
+  int32_t find_block(const BlockKey& key, std::span<const int32_t> tokens) const {
+    return managers_[0]->pool().find(key, tokens);
+  }
+  // `n` blocks of the paged pool (ref count 1 each), all or none: empty when fewer than
+  // `n` are available, and then nothing changed.
+  std::vector<int32_t> allocate_blocks(int32_t n);
+  // Adds a holder to a held or cached block (so no allocation evicts it) / drops one.
+  void retain_block(int32_t block) { managers_[0]->pool().retain(block); }
+  void release_block(int32_t block) { managers_[0]->pool().release(block); }
+  // Registers a held block in the prefix cache (a no-op when that content is registered).
+  void register_block(int32_t block, const BlockKey& key, std::span<const int32_t> tokens) {
+    managers_[0]->pool().register_block(block, key, tokens);
+  }
+
   // Statistics for metrics: tokens looked up and tokens found in the prefix cache.
   int64_t prefix_queries() const { return prefix_queries_; }
   int64_t prefix_hits() const { return prefix_hits_; }

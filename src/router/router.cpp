@@ -66,6 +66,7 @@ struct Router::State {
   size_t queued = 0;  // requests waiting for a relay worker
   bool stopping = false;
   std::thread prober;
+  std::unique_ptr<PdRoute> pd;  // PD: --prefill-replica given
 
   explicit State(RouterConfig c)
       : config(std::move(c)),
@@ -80,6 +81,9 @@ struct Router::State {
     for (const std::string& r : names) replicas.push_back(make_replica(r));
     rebuild_policy();
     if (!config.prefix.model_path.empty()) keyer = std::make_unique<PrefixKeyer>(config.prefix);
+    // PD hook (pd_route.h).
+    if (!config.prefill_replicas.empty())
+      pd = std::make_unique<PdRoute>(PdRouteConfig{config.prefill_replicas, config.timeouts});
   }
 
   // Caller holds `mutex` (or is the constructor).
@@ -290,6 +294,8 @@ void relay(const std::shared_ptr<Router::State>& s, const server::HttpRequest& r
       ++s->retries;
     }
     const loadgen::Url& url = rep->url;
+    // PD hook (pd_route.h): a prefill replica sends the prompt's KV to this replica first.
+    if (s->pd && attempt == 0 && req.method == "POST") s->pd->before_decode(req.body, url);
     bool retryable_status = false;
     const UpstreamResult res = upstream_exchange(
         url.host, url.port, req.method, url.base_path + req.target, req.body, s->config.timeouts,
@@ -472,6 +478,7 @@ std::string Router::metrics_text() const {
   line("strata_router_demand", "", s.capacity.demand());
   line("strata_router_replica_capacity", "", s.capacity.per_replica_capacity());
   line("strata_router_recommended_replicas", "", static_cast<double>(s.capacity.recommended()));
+  if (s.pd) m += s.pd->metrics_text();  // PD hook
   return m;
 }
 

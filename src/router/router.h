@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "router/capacity.h"
+#include "router/pd_route.h"
 #include "router/policy.h"
 #include "router/prefix_key.h"
 #include "router/upstream.h"
@@ -40,6 +41,8 @@ struct RouterConfig {
   size_t max_connections = 256;                 // relay workers (concurrent upstream exchanges)
   size_t max_queue = 1024;                      // requests waiting for a worker; more: 503
   CapacityConfig capacity;
+  // Prefill/decode disaggregation (pd_route.h): empty = off.
+  std::vector<std::string> prefill_replicas;
 };
 
 class Router {

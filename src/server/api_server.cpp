@@ -9,7 +9,18 @@
 
 namespace strata::server {
 
-enum class Endpoint { kHealth, kMetrics, kModels, kCompletions, kChat, kTokenize, kDetokenize };
+enum class Endpoint {
+  kHealth,
+  kMetrics,
+  kModels,
+  kCompletions,
+  kChat,
+  kTokenize,
+  kDetokenize,
+  kKvInfo,
+  kKvPrefill,
+  kKvLookup
+};
 
 namespace {
 
@@ -29,6 +40,9 @@ const Route kRoutes[] = {
     {"/v1/chat/completions", "POST", Endpoint::kChat},
     {"/tokenize", "POST", Endpoint::kTokenize},
     {"/detokenize", "POST", Endpoint::kDetokenize},
+    {"/internal/kv/info", "GET", Endpoint::kKvInfo},
+    {"/internal/kv/prefill", "POST", Endpoint::kKvPrefill},
+    {"/internal/kv/lookup", "POST", Endpoint::kKvLookup},
 };
 
 const Route* find_route(std::string_view path) {
@@ -92,6 +106,8 @@ void ApiServer::handle(HttpRequest req, std::shared_ptr<Responder> responder) {
       case Endpoint::kChat:
       case Endpoint::kTokenize:
       case Endpoint::kDetokenize:
+      case Endpoint::kKvPrefill:
+      case Endpoint::kKvLookup:
         return post_prepared(route->endpoint, std::move(req), responder, std::move(access));
       default:
         return dispatch(route->endpoint, req, responder, access);
@@ -150,6 +166,7 @@ void ApiServer::dispatch(Endpoint endpoint, const HttpRequest& req,
     }
     case Endpoint::kMetrics: {
       const EngineMetrics m = ready_.load() ? loop_->metrics() : EngineMetrics{};
+      if (kv_) metrics_.set_kv_import_rejections(kv_->import_rejections());
       return reply(responder, access,
                    {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(m), {}}, t0);
     }
@@ -168,6 +185,13 @@ void ApiServer::dispatch(Endpoint endpoint, const HttpRequest& req,
       return reply(responder, access, {200, "application/json", tokenize(req), {}}, t0);
     case Endpoint::kDetokenize:
       return reply(responder, access, {200, "application/json", detokenize(req), {}}, t0);
+    case Endpoint::kKvInfo:
+      if (!kv_) throw ApiError(404, "this server does not take part in disaggregation");
+      return reply(responder, access, {200, "application/json", dump(kv_->info()), {}}, t0);
+    case Endpoint::kKvPrefill:
+      return kv_prefill(req, responder, access);
+    case Endpoint::kKvLookup:
+      return kv_lookup(req, responder, access);
     default:
       throw ApiError(404, "no route " + access.path);
   }
@@ -241,6 +265,88 @@ void ApiServer::generate(ApiKind kind, const HttpRequest& req,
       fail_internal(responder, error_access, e, arrival);
     }
   });
+}
+
+// The prompt of an /internal/kv/* body (an OpenAI completion or chat request), rendered,
+// tokenized and validated exactly as generate() does; its cache salt in `salt`.
+std::vector<int32_t> ApiServer::internal_prompt(const json& body, std::string& salt) const {
+  const ApiKind kind = JsonFields(body).get("messages") ? ApiKind::kChat : ApiKind::kCompletion;
+  GenerationRequest gr = parse_generation_request(body, kind, limits_);
+  check_model(body);
+  const bool tools = gr.tools && gr.tools->active();
+  std::vector<PreparedPrompt> prompts;
+  try {
+    prompts = kind == ApiKind::kChat
+                  ? std::vector<PreparedPrompt>{prompts_->chat_prompt(
+                        gr.messages, true, tools ? gr.tools->tools : json(nullptr))}
+                  : prompts_->completion_prompts(gr.prompts, gr.parse_special);
+  } catch (const Error& e) {
+    throw ApiError(400, std::string("prompt: ") + e.what(), "prompt");
+  }
+  if (prompts.size() != 1) throw invalid_field("prompt", "must be one prompt for /internal/kv");
+  try {  // refused here as the decode replica would refuse it
+    context_->engine.validate(prompts[0].ids, gr.options);
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), "prompt");
+  }
+  salt = gr.options.cache_salt;
+  return std::move(prompts[0].ids);
+}
+
+// POST /internal/kv/prefill: the request body plus "kv_target" (HOST:PORT of the decode
+// replica's KV receiver) and optionally "route": {"decode_held_blocks": n} (what the
+// decode replica's /internal/kv/lookup said), handed to the KvTransferService.
+void ApiServer::kv_prefill(const HttpRequest& req, const std::shared_ptr<Responder>& responder,
+                           AccessRecord access) {
+  if (!kv_ || !kv_->serves_prefill())
+    throw ApiError(404, "this server does not serve /internal/kv/prefill (see --role)");
+  const json body = parse_json_object(req.body);
+  const JsonFields f(body);
+  const auto target = f.string("kv_target");
+  if (!target || target->empty())
+    throw invalid_field("kv_target", "is required: the decode replica's KV receiver HOST:PORT");
+  try {
+    split_host_port(*target, "kv_target");
+  } catch (const Error& e) {
+    throw invalid_field("kv_target", e.what());
+  }
+  int64_t held = 0;
+  if (const json* route = f.get("route"); route && route->is_object()) {
+    const auto it = route->find("decode_held_blocks");
+    if (it != route->end()) {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0)
+        throw invalid_field("route", "decode_held_blocks must be an integer >= 0");
+      held = it->get<int64_t>();
+    }
+  }
+  std::string salt;
+  std::vector<int32_t> prompt = internal_prompt(body, salt);
+  const double t0 = req.received_s;
+  auto shared_access = std::make_shared<AccessRecord>(std::move(access));
+  kv_->prefill(
+      std::move(prompt), std::move(salt), *target, held,
+      [this, responder, shared_access, t0](int status, json answer) {
+        reply(responder, *shared_access, {status, "application/json", dump(answer), {}}, t0);
+      });
+}
+
+// POST /internal/kv/lookup: how many leading full blocks of the request's prompt this
+// replica's prefix cache holds (asked on the engine thread, waited for at most 2 s).
+void ApiServer::kv_lookup(const HttpRequest& req, const std::shared_ptr<Responder>& responder,
+                          AccessRecord& access) {
+  if (!kv_) throw ApiError(404, "this server does not take part in disaggregation");
+  std::string salt;
+  std::vector<int32_t> prompt = internal_prompt(parse_json_object(req.body), salt);
+  const auto n = prompt.size();
+  const auto held = kv_->held_blocks(std::move(prompt), std::move(salt), 2.0);
+  if (!held) throw ApiError(503, "the engine thread did not answer the lookup in time");
+  reply(
+      responder, access,
+      {200,
+       "application/json",
+       dump(json{{"held_blocks", *held}, {"prompt_tokens", n}, {"block_size", kv_->block_size()}}),
+       {}},
+      req.received_s);
 }
 
 std::string ApiServer::health() const {

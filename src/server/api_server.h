@@ -15,6 +15,7 @@
 #include "server/generation_job.h"
 #include "server/grammar_cache.h"
 #include "server/http_types.h"
+#include "server/kv_transfer.h"
 #include "server/metrics.h"
 #include "server/prepare_pool.h"
 #include "server/prompt_builder.h"
@@ -40,6 +41,8 @@ class ApiServer {
   // arguments must outlive every request (the server shuts down before freeing them).
   void attach(const EngineCore& engine, EngineLoop& loop, const PromptBuilder& prompts,
               int64_t max_running);
+  // Prefill/decode disaggregation's routes (/internal/kv/*); null: they answer 404.
+  void attach_kv(KvTransferService* kv) { kv_ = kv; }
   // Generation requests are refused (503) from now on; /health reports 503.
   void begin_shutdown() { shutting_down_.store(true); }
   // Waits up to `timeout_s` for the requests being prepared; true if none is left.
@@ -66,6 +69,11 @@ class ApiServer {
   void check_model(const nlohmann::json& body) const;
   void generate(ApiKind kind, const HttpRequest& req, const std::shared_ptr<Responder>& responder,
                 AccessRecord access);
+  std::vector<int32_t> internal_prompt(const nlohmann::json& body, std::string& salt) const;
+  void kv_prefill(const HttpRequest& req, const std::shared_ptr<Responder>& responder,
+                  AccessRecord access);
+  void kv_lookup(const HttpRequest& req, const std::shared_ptr<Responder>& responder,
+                 AccessRecord& access);
   std::string health() const;
   std::string models() const;
   std::string tokenize(const HttpRequest& req) const;
@@ -83,6 +91,7 @@ class ApiServer {
   const PromptBuilder* prompts_ = nullptr;
   std::optional<GrammarCache> grammars_;  // constrained output's compiled grammars
   EngineLoop* loop_ = nullptr;
+  KvTransferService* kv_ = nullptr;
   int64_t created_ = 0;
   PreparePool prepare_;  // last: its threads stop before the members they use go
 };

@@ -82,7 +82,34 @@ ServerMetrics::ServerMetrics()
                            0.3, 0.4, 0.5, 0.75, 1.0, 2.5}),
       e2e_request_latency(latency_buckets()),
       request_queue_time(latency_buckets()),
+      kv_transfer_seconds(latency_buckets()),
       finishes_{{"abort", 0}, {"length", 0}, {"stop", 0}} {}
+
+void ServerMetrics::count_kv_transfer(uint64_t bytes, uint64_t blocks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  kv_bytes_ += bytes;
+  kv_blocks_sent_ += blocks;
+}
+
+void ServerMetrics::count_kv_decision(bool transfer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++(transfer ? kv_transfers_ : kv_recomputes_);
+}
+
+void ServerMetrics::count_kv_send_failure() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++kv_send_failures_;
+}
+
+void ServerMetrics::count_kv_import(uint64_t blocks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  kv_blocks_imported_ += blocks;
+}
+
+void ServerMetrics::set_kv_import_rejections(uint64_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  kv_import_rejections_ = n;
+}
 
 void ServerMetrics::count_finish(FinishReason reason) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -110,6 +137,8 @@ std::string ServerMetrics::render(const EngineMetrics& m) const {
        "Time from request arrival to its end."},
       {request_queue_time, "strata:request_queue_time_seconds",
        "Time a request waited before it was scheduled."},
+      {kv_transfer_seconds, "strata:kv_transfer_seconds",
+       "Prefill replica: time to encode, send and have a KV message imported."},
   };
   for (const auto& h : histograms) {
     header(out, h.name, "histogram", h.help);
@@ -164,6 +193,25 @@ std::string ServerMetrics::render(const EngineMetrics& m) const {
     append_number(out, n);
     out += "\n";
   }
+  sample(out, "strata:kv_transfer_bytes_total", "counter",
+         "Prefill replica: KV message bytes sent to decode replicas.", kv_bytes_);
+  sample(out, "strata:kv_transfer_blocks_total", "counter",
+         "Prefill replica: KV blocks sent to decode replicas.", kv_blocks_sent_);
+  header(out, "strata:kv_transfer_decisions_total", "counter",
+         "Prefill replica: /internal/kv/prefill decisions by kind.");
+  out.append("strata:kv_transfer_decisions_total{decision=\"transfer\"} ");
+  append_number(out, kv_transfers_);
+  out.append("\nstrata:kv_transfer_decisions_total{decision=\"recompute\"} ");
+  append_number(out, kv_recomputes_);
+  out += "\n";
+  sample(out, "strata:kv_transfer_failures_total", "counter",
+         "Prefill replica: KV sends that failed (the decode replica recomputes).",
+         kv_send_failures_);
+  sample(out, "strata:kv_import_blocks_total", "counter",
+         "Decode replica: KV blocks imported into the prefix cache.", kv_blocks_imported_);
+  sample(out, "strata:kv_import_rejections_total", "counter",
+         "Decode replica: KV messages refused (checksum, model, layout, pool space).",
+         kv_import_rejections_);
   return out;
 }
 

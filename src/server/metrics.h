@@ -39,6 +39,15 @@ class ServerMetrics {
   Histogram e2e_request_latency;  // seconds from arrival to the sequence's end
   Histogram request_queue_time;   // seconds the sequence waited to be first scheduled
 
+  // Prefill/decode disaggregation (server/kv_transfer.h): seconds and bytes of each KV
+  // transfer sent, the transfer-vs-recompute decisions, and the imports refused.
+  Histogram kv_transfer_seconds;
+  void count_kv_transfer(uint64_t bytes, uint64_t blocks);
+  void count_kv_decision(bool transfer);
+  void count_kv_send_failure();
+  void count_kv_import(uint64_t blocks);
+  void set_kv_import_rejections(uint64_t n);
+
   void count_finish(FinishReason reason);  // request_success_total{finish_reason}
   void count_error(int status);            // request_errors_total{code}
 
@@ -49,6 +58,8 @@ class ServerMetrics {
   mutable std::mutex mutex_;
   std::map<std::string, uint64_t> finishes_;
   std::map<int, uint64_t> errors_;
+  uint64_t kv_bytes_ = 0, kv_blocks_sent_ = 0, kv_transfers_ = 0, kv_recomputes_ = 0,
+           kv_send_failures_ = 0, kv_blocks_imported_ = 0, kv_import_rejections_ = 0;
 };
 
 }  // namespace strata::server

@@ -23,7 +23,8 @@ struct Server::Model {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<EngineCore> engine;
   std::unique_ptr<PromptBuilder> prompts;
-  std::unique_ptr<EngineLoop> loop;  // declared last: its thread stops before the engine goes
+  std::unique_ptr<KvTransferService> kv;  // its receiver stops before the loop goes
+  std::unique_ptr<EngineLoop> loop;       // declared last: its thread stops before the engine goes
 };
 
 Server::Server(ServeOptions options) : options_(std::move(options)) {
@@ -65,8 +66,11 @@ void Server::load() {
   m->pool = std::make_unique<ThreadPool>(options_.compute_threads);
   m->engine = std::make_unique<EngineCore>(*m->model, *m->pool, config);
   m->loop = std::make_unique<EngineLoop>(*m->engine, options_.on_engine_failure);
+  m->kv =
+      std::make_unique<KvTransferService>(options_.disagg, *m->loop, *m->engine, api_->metrics());
   model_ = std::move(m);
   api_->attach(*model_->engine, *model_->loop, *model_->prompts, config.scheduler.max_seqs);
+  api_->attach_kv(model_->kv.get());
 }
 
 bool Server::release_memory_if_idle() {
@@ -111,6 +115,7 @@ void Server::shutdown() {
   // I/O threads first: then no queued output handler can touch the engine loop while
   // it goes. Callbacks the loop still makes post to the stopped pool and are dropped.
   http_->stop();
+  if (model_) model_->kv->stop_receiver();
   model_.reset();
 }
 

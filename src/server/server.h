@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "server/api_server.h"
 #include "server/http_server.h"
+#include "server/kv_transfer.h"
 #include "server/prompt_builder.h"
 
 namespace strata::server {
@@ -27,7 +28,8 @@ struct ServeOptions {
   HeadMapOptions head_map;       // sparse attention, resolved into engine.head_modes at load
   HttpServerConfig http;
   TemplateLimits template_limits;
-  ApiConfig api;  // an empty served_model_name becomes the model file's stem
+  ApiConfig api;        // an empty served_model_name becomes the model file's stem
+  DisaggConfig disagg;  // prefill/decode disaggregation (--role, --kv-listen, ...)
   double shutdown_timeout_s = 30;
   // Called (on the engine thread) if the engine fails in a way that leaves its state
   // unknown; every request has been answered 500 by then. The owner should shut down.

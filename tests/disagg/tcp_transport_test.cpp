@@ -91,8 +91,11 @@ TEST(TcpTransport, StalledPeerIsDroppedAfterTheDeadline) {
   const auto bytes = encode_kv_message(message_of(1, 64));
   asio::write(s, asio::buffer(bytes.data(), 10));  // part of the header, then silence
   const auto t0 = std::chrono::steady_clock::now();
-  // The next sender waits for the stalled connection's deadline, then is served.
-  EXPECT_EQ(send_kv_message("127.0.0.1", f.receiver->port(), bytes, f.options), "imported");
+  // The next sender waits for the stalled connection's deadline, then is served. Its own
+  // deadline is longer than the receiver's: with equal ones the two race.
+  TcpTransportOptions patient = f.options;
+  patient.io_timeout_s = 1.5;
+  EXPECT_EQ(send_kv_message("127.0.0.1", f.receiver->port(), bytes, patient), "imported");
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
   EXPECT_EQ(f.receiver->rejected(), 1u);
 }
