@@ -77,14 +77,15 @@ void dequant(const uint8_t* q, bool keys, int64_t bs, int64_t hd, uint16_t* out)
     }
     return;
   }
-  // Values row-major: a group's consecutive dimensions of a slot share one scale. Pair row
+  // Values row-major: a group's consecutive dimensions of a slot share one scale (converted
+  // by F16C, exact as fp16_to_fp32, which branches and took a fifth of the time). Pair row
   // m holds slots 2m, 2m + 1 of each dimension; an odd bs's last slot pairs with zeros.
   for (int64_t s0 = 0; s0 < bs; s0 += 2) {
     const bool pair = s0 + 1 < bs;
     for (int64_t g = 0; g < n_groups; ++g) {
-      const __m512 sa = _mm512_set1_ps(fp16_to_fp32(scales[s0 * n_groups + g]));
-      const __m512 sb = pair ? _mm512_set1_ps(fp16_to_fp32(scales[(s0 + 1) * n_groups + g]))
-                             : _mm512_setzero_ps();
+      const __m512 sa = _mm512_set1_ps(_cvtsh_ss(scales[s0 * n_groups + g]));
+      const __m512 sb =
+          pair ? _mm512_set1_ps(_cvtsh_ss(scales[(s0 + 1) * n_groups + g])) : _mm512_setzero_ps();
       for (int64_t i = 0; i < group; i += 16) {
         const int64_t at = s0 * hd + g * group + i;
         const __m512 b = pair ? _mm512_mul_ps(load16<T>(q, at + hd), sb) : _mm512_setzero_ps();
