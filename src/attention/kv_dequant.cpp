@@ -8,10 +8,13 @@ namespace strata::attention {
 namespace {
 
 template <DType T>
-void dequant_ref(const uint8_t* tile, bool keys, int64_t bs, int64_t hd, float* out) {
+void dequant_ref(const uint8_t* tile, bool keys, int64_t bs, int64_t hd, uint16_t* out) {
   const auto* scales = reinterpret_cast<const uint16_t*>(tile + kv_quant::scale_offset(T, bs, hd));
   const int64_t group = kv_quant::group_size(hd);
   const int64_t n_groups = hd / group;
+  if (!keys && bs % 2 != 0) {  // the missing partner of the last slot
+    for (int64_t d = 0; d < hd; ++d) out[kv_layout::bf16_value_index(bs, d, hd)] = 0;
+  }
   for (int64_t slot = 0; slot < bs; ++slot) {
     for (int64_t d = 0; d < hd; ++d) {
       const float s =
@@ -20,7 +23,9 @@ void dequant_ref(const uint8_t* tile, bool keys, int64_t bs, int64_t hd, float* 
           keys ? kv_layout::key_index(d, slot, bs) : kv_layout::value_index(slot, d, hd);
       const int q = T == DType::Q4_0 ? kv_quant::get_nibble(tile, at) - 8
                                      : static_cast<int>(reinterpret_cast<const int8_t*>(tile)[at]);
-      out[at] = static_cast<float>(q) * s;
+      const int64_t to =
+          keys ? kv_layout::bf16_key_index(d, slot, bs) : kv_layout::bf16_value_index(slot, d, hd);
+      out[to] = fp32_to_bf16(static_cast<float>(q) * s);
     }
   }
 }
@@ -35,6 +40,8 @@ const KvDequantKernels& reference_kv_dequant() {
 const KvDequantKernels& kv_dequant() {
   static const KvDequantKernels k = [] {
     const kernels::KernelIsa isa = kernels::cpu_kernel_isa();
+    if (kernels::cpu_has_avx512_bf16())
+      return KvDequantKernels{avx512bf16::dequant_q8_0, avx512bf16::dequant_q4_0, "avx512-bf16"};
     if (isa >= kernels::KernelIsa::avx512_vnni)
       return KvDequantKernels{avx512::dequant_q8_0, avx512::dequant_q4_0, "avx512"};
     if (isa >= kernels::KernelIsa::avx2)

@@ -1,93 +1,42 @@
-// avx512 dequantization of q8_0 and q4_0 KV tiles (see kv_dequant.h): 16 elements per register,
-// each q * scale rounded once, as the reference.
+// avx512 dequantization of q8_0 and q4_0 KV tiles into bf16 tiles (see kv_dequant.h and
+// kv_dequant_avx512_impl.h), rounding to bf16 in integer arithmetic (CPUs without
+// AVX512_BF16).
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see kernels/quant/legacy_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-
-#include "attention/kv_dequant.h"
-#include "core/fp16.h"
-#include "kv/kv_quant.h"
+#include "attention/kv_dequant_avx512_impl.h"
 
 namespace strata::attention::avx512 {
 namespace {
 
-inline __m512 load_q(const int8_t* p) {
-  return _mm512_cvtepi32_ps(
-      _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+// fp32_to_bf16 of 16 floats, the result in the high half of each lane (the low half is
+// rounding residue).
+inline __m512i bf16_high(__m512 x) {
+  const __m512i b = _mm512_castps_si512(x);
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i r = _mm512_add_epi32(
+      b,
+      _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(_mm512_srli_epi32(b, 16), one)));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(b, _mm512_set1_epi32(0x00400000)));
 }
-inline __m512 load_scales(const uint16_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-// 16 q4_0 elements from 8 bytes (low nibble first), as int8 q = nibble - 8.
-inline __m128i unpack16(const uint8_t* p) {
-  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-  const __m128i m = _mm_set1_epi8(0x0F);
-  const __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
-  return _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), _mm_set1_epi8(8));
-}
-inline void store16(float* o, __m128i q, __m512 s) {
-  _mm512_storeu_ps(o, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), s));
-}
+// 16 pairs (a[i], b[i]) as bf16, a in the low half, stored at out (32 elements).
+struct Pack {
+  static void store(uint16_t* out, __m512 a, __m512 b) {
+    const __m512i lo = _mm512_srli_epi32(bf16_high(a), 16);
+    const __m512i hi =
+        _mm512_and_si512(bf16_high(b), _mm512_set1_epi32(static_cast<int>(0xffff0000u)));
+    _mm512_storeu_si512(out, _mm512_or_si512(lo, hi));
+  }
+};
 
 }  // namespace
 
-void dequant_q8_0(const uint8_t* tile, bool keys, int64_t bs, int64_t hd, float* out) {
-  const auto* q = reinterpret_cast<const int8_t*>(tile);
-  const auto* scales = reinterpret_cast<const uint16_t*>(tile + kv_quant::q8_scale_offset(bs, hd));
-  const int64_t group = kv_quant::group_size(hd);
-  const int64_t n_groups = hd / group;
-  if (keys) {
-    // Row d holds bs keys' dimension d; their scales for d's group are adjacent.
-    for (int64_t d = 0; d < hd; ++d) {
-      const int8_t* qr = q + d * bs;
-      const uint16_t* sr = scales + (d / group) * bs;
-      float* o = out + d * bs;
-      int64_t j = 0;
-      for (; j + 16 <= bs; j += 16)
-        _mm512_storeu_ps(o + j, _mm512_mul_ps(load_q(qr + j), load_scales(sr + j)));
-      for (; j < bs; ++j) o[j] = static_cast<float>(qr[j]) * fp16_to_fp32(sr[j]);
-    }
-    return;
-  }
-  // Values row-major: 32 consecutive dimensions of a slot share one scale.
-  for (int64_t slot = 0; slot < bs; ++slot) {
-    for (int64_t g = 0; g < n_groups; ++g) {
-      const __m512 s = _mm512_set1_ps(fp16_to_fp32(scales[slot * n_groups + g]));
-      const int64_t at = slot * hd + g * group;
-      for (int64_t i = 0; i < group; i += 16)
-        _mm512_storeu_ps(out + at + i, _mm512_mul_ps(load_q(q + at + i), s));
-    }
-  }
+void dequant_q8_0(const uint8_t* tile, bool keys, int64_t bs, int64_t hd, uint16_t* out) {
+  avx512_dequant::dequant<DType::Q8_0, Pack>(tile, keys, bs, hd, out);
 }
-
-void dequant_q4_0(const uint8_t* tile, bool keys, int64_t bs, int64_t hd, float* out) {
-  const uint8_t* q = tile;
-  const auto* scales =
-      reinterpret_cast<const uint16_t*>(tile + kv_quant::scale_offset(DType::Q4_0, bs, hd));
-  const int64_t group = kv_quant::group_size(hd);
-  const int64_t n_groups = hd / group;
-  if (keys) {
-    // Row d holds bs keys' dimension d (bs / 2 bytes, bs even); their scales are adjacent.
-    for (int64_t d = 0; d < hd; ++d) {
-      const uint8_t* qr = q + d * bs / 2;
-      const uint16_t* sr = scales + (d / group) * bs;
-      float* o = out + d * bs;
-      int64_t j = 0;
-      for (; j + 16 <= bs; j += 16) store16(o + j, unpack16(qr + j / 2), load_scales(sr + j));
-      for (; j < bs; ++j)
-        o[j] = static_cast<float>(kv_quant::get_nibble(qr, j) - 8) * fp16_to_fp32(sr[j]);
-    }
-    return;
-  }
-  // Values row-major: a group's 16 or 32 consecutive dimensions of a slot share one scale.
-  for (int64_t slot = 0; slot < bs; ++slot) {
-    for (int64_t g = 0; g < n_groups; ++g) {
-      const __m512 s = _mm512_set1_ps(fp16_to_fp32(scales[slot * n_groups + g]));
-      const int64_t at = slot * hd + g * group;
-      for (int64_t i = 0; i < group; i += 16) store16(out + at + i, unpack16(q + (at + i) / 2), s);
-    }
-  }
+void dequant_q4_0(const uint8_t* tile, bool keys, int64_t bs, int64_t hd, uint16_t* out) {
+  avx512_dequant::dequant<DType::Q4_0, Pack>(tile, keys, bs, hd, out);
 }
 
 }  // namespace strata::attention::avx512

@@ -27,8 +27,9 @@ constexpr int64_t kQueryTile = 16;
 // Scratch layout per thread, for a group of kQueryTile tokens x n_rep query heads (rows):
 // the group's query rows copied contiguous, scores (rows*fold_scratch_row(block_size)),
 // accumulators (rows*head_dim), running max and sum (one per row), and room for one
-// fold's K and V tiles in f32 (kMaxFoldBlocks of each), where a quantized cache's tiles
-// are dequantized before each fold. f32/f16/bf16 tiles are read in place.
+// fold's K and V tiles in bf16 (kMaxFoldBlocks of each, dequant_tile_elems apiece), where
+// a quantized cache's tiles are dequantized before each fold. f32/f16/bf16 tiles are read
+// in place.
 struct ScratchLayout {
   size_t q, scores, acc, max, sum, tiles, total;
 };
@@ -42,7 +43,9 @@ ScratchLayout layout(const AttentionShape& s, int64_t bs) {
   l.max = l.acc + rows * static_cast<size_t>(s.head_dim);
   l.sum = l.max + rows;
   l.tiles = l.sum + rows;
-  l.total = l.tiles + static_cast<size_t>(2 * attention::kMaxFoldBlocks * bs * s.head_dim);
+  // Two bf16 elements per float.
+  l.total = l.tiles + static_cast<size_t>(attention::kMaxFoldBlocks *
+                                          attention::dequant_tile_elems(bs, s.head_dim));
   return l;
 }
 
@@ -192,16 +195,19 @@ void AttentionPass::run_item(int64_t item, int tid) const {
   const ScratchLayout lay = layout(shape, bs);
   const attention::TileKernels& tk = tk_;
   const int64_t fold_blocks = tk.fold_blocks;
-  const attention::TileElem elem = cfg.dtype == DType::F16    ? attention::TileElem::f16
-                                   : cfg.dtype == DType::BF16 ? attention::TileElem::bf16
-                                                              : attention::TileElem::f32;
-  const size_t tile_bytes = cache.tile_bytes();
   const bool quantized = kv_quant::quantized(cfg.dtype);
+  // Quantized tiles are folded as bf16 tiles once dequantized.
+  const attention::TileElem elem = cfg.dtype == DType::F16 ? attention::TileElem::f16
+                                   : cfg.dtype == DType::BF16 || quantized
+                                       ? attention::TileElem::bf16
+                                       : attention::TileElem::f32;
+  const size_t tile_bytes = cache.tile_bytes();
   const attention::DequantTile dequant =
       quantized ? attention::kv_dequant().of(cfg.dtype) : nullptr;
   float* buf = scratch_.thread_buffer(tid);
-  float* ktiles = buf + lay.tiles;
-  float* vtiles = ktiles + attention::kMaxFoldBlocks * bs * hd;
+  const int64_t dq_elems = attention::dequant_tile_elems(bs, hd);
+  auto* ktiles = reinterpret_cast<uint16_t*>(buf + lay.tiles);
+  uint16_t* vtiles = ktiles + attention::kMaxFoldBlocks * dq_elems;
   float* qbuf = buf + lay.q;
   float* scores = buf + lay.scores;
   float* acc = buf + lay.acc;
@@ -231,8 +237,8 @@ void AttentionPass::run_item(int64_t item, int tid) const {
       tile.v[b] = cache.v_tile(layer, block, g);
       if (quantized) {
         // Dequantized here, one fold's tiles at a time, into this thread's scratch.
-        float* kd = ktiles + b * bs * hd;
-        float* vd = vtiles + b * bs * hd;
+        uint16_t* kd = ktiles + b * dq_elems;
+        uint16_t* vd = vtiles + b * dq_elems;
         dequant(static_cast<const uint8_t*>(tile.kt[b]), true, bs, hd, kd);
         dequant(static_cast<const uint8_t*>(tile.v[b]), false, bs, hd, vd);
         tile.kt[b] = kd;

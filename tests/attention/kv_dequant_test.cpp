@@ -1,6 +1,6 @@
-// q8_0 and q4_0 KV tiles: quantizing a slot and dequantizing the tile round-trips within
-// half a scale step, the AVX2 / AVX-512 dequantizers give the reference's bits, and the
-// AVX2 / AVX-512 quantize-on-write stores give the reference's bytes.
+// q8_0 and q4_0 KV tiles: quantizing a slot and dequantizing the tile (to bf16) round-trips
+// within half a scale step and a bf16 rounding, the AVX2 / AVX-512 dequantizers give the
+// reference's bits, and the AVX2 / AVX-512 quantize-on-write stores give the reference's bytes.
 #include "attention/kv_dequant.h"
 
 #include <gtest/gtest.h>
@@ -54,16 +54,19 @@ Tile make_tile(int64_t bs, int64_t hd, uint32_t seed, DType type = DType::Q8_0) 
 }
 
 void expect_same_as_reference(DequantTile f, const char* name, DType type = DType::Q8_0) {
-  for (int64_t bs : {16, 8, 20, 32, 6}) {
+  // Odd block sizes for q8_0 only (q4_0 needs an even one): the value tile's half pair.
+  for (int64_t bs : {16, 8, 20, 32, 6, 7, 17}) {
+    if (type == DType::Q4_0 && bs % 2 != 0) continue;
     for (int64_t hd : {16, 32, 48, 64, 128}) {
       const Tile t = make_tile(bs, hd, static_cast<uint32_t>(bs * 1000 + hd), type);
       for (bool keys : {true, false}) {
-        std::vector<float> want(t.src.size()), got(t.src.size(), -1.0f);
+        const auto n = static_cast<size_t>(dequant_tile_elems(bs, hd));
+        std::vector<uint16_t> want(n, 0x1234), got(n, 0x4321);
+        if (keys) want.resize(t.src.size()), got.resize(t.src.size());
         reference_kv_dequant().of(type)((keys ? t.k : t.v).data(), keys, bs, hd, want.data());
         f((keys ? t.k : t.v).data(), keys, bs, hd, got.data());
-        ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
-            << name << " " << dtype_name(type) << " bs " << bs << " hd " << hd
-            << (keys ? " keys" : " values");
+        ASSERT_EQ(want, got) << name << " " << dtype_name(type) << " bs " << bs << " hd " << hd
+                             << (keys ? " keys" : " values");
       }
     }
   }
@@ -98,7 +101,7 @@ TEST(KvDequant, ReferenceRoundTripsWithinHalfAStep) {
     for (int64_t hd : {16, 32, 128}) {
       const Tile t = make_tile(bs, hd, 7);
       for (bool keys : {true, false}) {
-        std::vector<float> out(t.src.size());
+        std::vector<uint16_t> out(t.src.size());
         reference_kv_dequant().q8_0((keys ? t.k : t.v).data(), keys, bs, hd, out.data());
         for (int64_t s = 0; s < bs; ++s) {
           const int64_t gs = kv_quant::group_size(hd);
@@ -109,10 +112,13 @@ TEST(KvDequant, ReferenceRoundTripsWithinHalfAStep) {
             const float step = fp16_to_fp32(fp32_to_fp16(amax / 127.0f));
             for (int64_t i = 0; i < gs; ++i) {
               const int64_t d = g * gs + i;
-              const int64_t at =
-                  keys ? kv_layout::key_index(d, s, bs) : kv_layout::value_index(s, d, hd);
-              // Half a step of rounding, plus the f16 rounding of the scale at the group max.
-              EXPECT_NEAR(out[size_t(at)], t.src[size_t(s * hd + d)], 0.5f * step + amax * 1e-3f)
+              const int64_t at = keys ? kv_layout::bf16_key_index(d, s, bs)
+                                      : kv_layout::bf16_value_index(s, d, hd);
+              // Half a step of rounding, plus the f16 rounding of the scale at the group max
+              // and the bf16 rounding of the element (half a unit in its 8th bit).
+              const float x = t.src[size_t(s * hd + d)];
+              EXPECT_NEAR(bf16_to_fp32(out[size_t(at)]), x,
+                          0.5f * step + amax * 1e-3f + std::fabs(x) * (1.0f / 256))
                   << "slot " << s << " d " << d << (keys ? " keys" : " values");
             }
           }
@@ -127,7 +133,7 @@ TEST(KvDequant, Q4ReferenceRoundTripsWithinHalfAStep) {
     for (int64_t hd : {16, 32, 128}) {
       const Tile t = make_tile(bs, hd, 9, DType::Q4_0);
       for (bool keys : {true, false}) {
-        std::vector<float> out(t.src.size());
+        std::vector<uint16_t> out(t.src.size());
         reference_kv_dequant().q4_0((keys ? t.k : t.v).data(), keys, bs, hd, out.data());
         for (int64_t s = 0; s < bs; ++s) {
           const int64_t gs = kv_quant::group_size(hd);
@@ -140,14 +146,15 @@ TEST(KvDequant, Q4ReferenceRoundTripsWithinHalfAStep) {
             const float step = std::fabs(fp16_to_fp32(fp32_to_fp16(m / -8.0f)));
             for (int64_t i = 0; i < gs; ++i) {
               const int64_t d = g * gs + i;
-              const int64_t at =
-                  keys ? kv_layout::key_index(d, s, bs) : kv_layout::value_index(s, d, hd);
+              const int64_t at = keys ? kv_layout::bf16_key_index(d, s, bs)
+                                      : kv_layout::bf16_value_index(s, d, hd);
               const float x = t.src[size_t(s * hd + d)];
               // Half a step, or a whole one where +8 steps is clamped to +7 (the side
               // opposite the group's largest element), plus the scale's f16 rounding.
               const float tol =
-                  (x * m < 0 && std::fabs(x) > 7.5f * step ? 1.0f : 0.5f) * step + amax * 1e-3f;
-              EXPECT_NEAR(out[size_t(at)], x, tol)
+                  (x * m < 0 && std::fabs(x) > 7.5f * step ? 1.0f : 0.5f) * step + amax * 1e-3f +
+                  std::fabs(x) * (1.0f / 256);  // and the bf16 rounding of the element
+              EXPECT_NEAR(bf16_to_fp32(out[size_t(at)]), x, tol)
                   << "slot " << s << " d " << d << (keys ? " keys" : " values");
             }
           }
@@ -163,9 +170,14 @@ TEST(KvDequant, NonFiniteInputsDoNotCrash) {
   row[1] = INFINITY;
   std::vector<uint8_t> tile(static_cast<size_t>(16) * kv_quant::row_bytes(DType::Q8_0, 32));
   kv_quant::store_q8_0(tile.data(), true, row.data(), 0, 16, 32);
-  std::vector<float> out(16 * 32);
+  std::vector<uint16_t> out(16 * 32), fast(16 * 32);
   reference_kv_dequant().q8_0(tile.data(), true, 16, 32, out.data());
-  SUCCEED();
+  // An infinite scale times q = 0 is NaN: the SIMD rounding to bf16 keeps it NaN, as the
+  // reference's, with the same bits.
+  kv_dequant().q8_0(tile.data(), true, 16, 32, fast.data());
+  EXPECT_EQ(out, fast) << kv_dequant().name;
+  EXPECT_TRUE(
+      std::isnan(bf16_to_fp32(out[static_cast<size_t>(kv_layout::bf16_key_index(2, 0, 16))])));
 }
 
 TEST(KvDequant, Avx2MatchesReference) {
@@ -191,6 +203,12 @@ TEST(KvQuantize, Avx512MatchesReference) {
 TEST(KvQuantize, DispatchedKernelsMatchReference) {
   expect_store_same_as_reference(kv_quantize().q8_0, kv_quantize().name, DType::Q8_0);
   expect_store_same_as_reference(kv_quantize().q4_0, kv_quantize().name, DType::Q4_0);
+}
+
+TEST(KvDequant, Avx512Bf16MatchesReference) {
+  if (!kernels::cpu_has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  expect_same_as_reference(avx512bf16::dequant_q8_0, "avx512-bf16");
+  expect_same_as_reference(avx512bf16::dequant_q4_0, "avx512-bf16", DType::Q4_0);
 }
 
 TEST(KvDequant, Avx512MatchesReference) {

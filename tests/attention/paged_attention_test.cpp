@@ -56,8 +56,9 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
     for (auto& x : *buf) x = normal(rng);
   }
   // What the cache will hold (f16 and bf16 storage round K and V); bf16 attention rounds the
-  // query too, and its softmax weights (up to 2^-9 relative each: the looser bound).
-  const bool bf16 = c.dtype == DType::BF16;
+  // query too, and its softmax weights (up to 2^-9 relative each: the looser bound). q8_0
+  // and q4_0 tiles are dequantized to bf16 and folded as bf16 tiles.
+  const bool bf16 = c.dtype == DType::BF16 || c.dtype == DType::Q8_0 || c.dtype == DType::Q4_0;
   auto stored = [&](float x) {
     return c.dtype == DType::F16 ? fp16_to_fp32(fp32_to_fp16(x))
            : bf16                ? bf16_to_fp32(fp32_to_bf16(x))
@@ -65,7 +66,7 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
   };
   const double tol = bf16 ? 8e-3 : 2e-5;
   // q8_0 storage: each token head's row in groups of 32, scale max|x|/127 rounded to f16,
-  // elements rounded to the nearest multiple of it (the attention itself is f32).
+  // elements rounded to the nearest multiple of it (then to bf16, by stored()).
   std::vector<float> ks = k, vs = v;
   if (c.dtype == DType::Q8_0) {
     for (auto* buf : {&ks, &vs}) {
