@@ -10,6 +10,10 @@
 // convert/... times the activation conversion a matmul does first (one row).
 // matmul_dram/... repeats the decode case with the weights coming from DRAM, as in a model.
 // (N defaults to ThreadPool::default_threads(); set STRATA_NO_AVX2=1 for scalar kernels).
+// --cpu-time: rates per CPU second instead of per wall second (with --threads=1, a core's
+// throughput while other processes share it; compare with int8_peak, timed the same way).
+// int8_peak times the roofline's vpdpbusd loop (AVX-512 VNNI) on this thread: `ops` is
+// the int8 peak of one core, 2 operations per multiply-add, as the matmul `flops` count.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -24,6 +28,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/roofline.h"
 #include "kernels/quant/traits.h"
 #include "tools/isa_env.h"
 
@@ -32,6 +37,14 @@ namespace {
 using strata::DType;
 
 std::unique_ptr<strata::ThreadPool> g_pool;
+bool g_cpu_time = false;
+
+// The roofline's int8 dot-product loop on this thread (about 1 ms a call).
+void bm_int8_peak(benchmark::State& state) {
+  double ops = 0;
+  for (auto _ : state) ops += strata::kernels::detail::int8_dot_loop_avx512(100000);
+  state.counters["ops"] = benchmark::Counter(ops, benchmark::Counter::kIsRate);
+}
 
 // Random bytes with moderate fp16 scales: valid blocks of every type, cheap to build
 // (quantizing real floats at these sizes would take longer than the benchmark).
@@ -173,6 +186,8 @@ int parse_threads(int* argc, char** argv) {
     const std::string arg = argv[i];
     if (arg.rfind("--threads=", 0) == 0) {
       threads = std::stoi(arg.substr(10));
+    } else if (arg == "--cpu-time") {
+      g_cpu_time = true;
     } else {
       argv[out++] = argv[i];
     }
@@ -202,9 +217,10 @@ int main(int argc, char** argv) {
                                  std::to_string(shape[0]) + "x" + std::to_string(shape[1]) +
                                  "/tokens:" + std::to_string(tokens) +
                                  "/threads:" + std::to_string(threads);
-        benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, shape[0], shape[1], tokens, false)
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, shape[0], shape[1],
+                                               tokens, false);
+        b->Unit(benchmark::kMicrosecond);
+        if (!g_cpu_time) b->UseRealTime();
       }
     }
   }
@@ -225,6 +241,8 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(name.c_str(), bm_convert, t, cols)->Unit(benchmark::kNanosecond);
     }
   }
+  if (strata::kernels::cpu_kernel_isa() >= strata::kernels::KernelIsa::avx512_vnni)
+    benchmark::RegisterBenchmark("int8_peak", bm_int8_peak)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("swiglu/5632", bm_swiglu, 5632)->Unit(benchmark::kNanosecond);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -23,6 +23,49 @@ static inline float hsum16(__m512 acc) {
   return _mm_cvtss_f32(s);
 }
 
+// hsum16 of 8 vectors at once, the same additions in the same pairs (so each out[i] is
+// hsum16(v[i])'s bits) with the adds shared: 23 instructions instead of 8 x 7.
+static inline void hsum16x8(const __m512 v[8], float out[8]) {
+  __m512 s[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {  // lane j + lane j + 8: [v[2i] (8 lanes) | v[2i+1] (8)]
+    s[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xee));
+  }
+  __m512 u[2];
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i) {  // + 4: 128-bit lane q holds vector 4i + q's 4 lanes
+    u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0xdd));
+  }
+  // + 2: lanes 4q, 4q + 1 from u[0], 4q + 2, 4q + 3 from u[1]; then + 1.
+  const __m512 z =
+      _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], 0x44), _mm512_shuffle_ps(u[0], u[1], 0xee));
+  const __m512 r = _mm512_add_ps(z, _mm512_shuffle_ps(z, z, 0xb1));
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, r);
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) out[q] = lanes[4 * q], out[4 + q] = lanes[4 * q + 2];
+}
+
+// y[t * ldy + r] = hsum16(acc[r][t]) for a block's accumulators (hsum16x8 where there
+// are 8).
+template <int kRows, int T>
+static inline void store_block_sums(const __m512 (&acc)[kRows][T], float* y, int64_t ldy) {
+  if constexpr (kRows * T == 8) {
+    float sums[8];
+    hsum16x8(&acc[0][0], sums);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) y[(i % T) * ldy + i / T] = sums[i];
+  } else {
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) y[t * ldy + r] = hsum16(acc[r][t]);
+    }
+  }
+}
+
 // For vpermw: 16-bit lane l of the c-th register of 64 quants (2 per lane) belongs to
 // sub-block c * (32 / kLanesPerSub) + l / kLanesPerSub. Built once, at compile time.
 template <int kLanesPerSub>

@@ -66,6 +66,40 @@ inline void gemm_by_row_tiles(int64_t n_blocks, const void* w, int64_t w_stride,
   gemm_rows_by_token_tiles<Kernel, true>(n_blocks, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
+// The gemm of a kernel that also has a register block of R rows x 4 tokens,
+// Kernel::block(n_blocks, weight rows (w_stride apart), activations of the 4 tokens,
+// a_stride, y of the first row and token, ldy), with R = Kernel::kBlockRows: each weight
+// vector feeds 4 tokens and each activation vector R rows, so a block loads about half
+// what R separate row tiles do. The rows left over and the last 1-3 tokens go through
+// Kernel::tile as in gemm_by_row_tiles. Every output is the same bits either way.
+template <class Kernel>
+[[gnu::noinline]] void rows_of_token_block(int64_t n_blocks, const uint8_t* wp, int64_t w_stride,
+                                           int64_t nr, const uint8_t* ap, int64_t a_stride,
+                                           float* y, int64_t ldy) {
+  constexpr int64_t R = Kernel::kBlockRows;
+  int64_t r = 0;
+  for (; r + R <= nr; r += R)
+    Kernel::block(n_blocks, wp + r * w_stride, w_stride, ap, a_stride, y + r, ldy);
+  for (; r < nr; ++r)
+    Kernel::template tile<4, false>(n_blocks, wp + r * w_stride, ap, a_stride, y + r, ldy);
+}
+
+template <class Kernel>
+inline void gemm_by_row_blocks(int64_t n_blocks, const void* w, int64_t w_stride, int64_t nr,
+                               const void* a, int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  for_token_tiles(nt, [&]<int T>(int64_t t) {
+    if constexpr (T == 4) {
+      rows_of_token_block<Kernel>(n_blocks, wp, w_stride, nr, ap + t * a_stride, a_stride,
+                                  y + t * ldy, ldy);
+    } else {
+      rows_of_token_tile<Kernel, T, true>(n_blocks, wp, w_stride, nr, ap + t * a_stride, a_stride,
+                                          y + t * ldy, ldy);
+    }
+  });
+}
+
 // A row kernel's vec_dot: one row, one token, no page kick.
 template <class Kernel>
 inline float vec_dot_by_row_tile(int64_t n_blocks, const void* w, const void* a) {
