@@ -18,8 +18,8 @@
 //           slot * (head_dim / group) + g, so the dimensions of one group share one scale.
 // q4_0 element i is the low nibble of byte i / 2 when i is even, the high one when odd:
 // two adjacent keys of one dimension (keys), or two adjacent dimensions of one value.
-// Attention dequantizes a fold's tiles (<= kMaxFoldBlocks blocks) into per-thread f32
-// scratch in the f32 tile layout and folds those (attention/kv_dequant.h); there is no
+// Attention dequantizes a fold's tiles (<= kMaxFoldBlocks blocks) into per-thread bf16
+// scratch in the bf16 tile layout and folds those (attention/kv_dequant.h); there is no
 // dequantized copy of the cache. The write path quantizes with the SIMD versions of the
 // store_* references below (attention/kv_quantize.h), which give the same bytes.
 // Needs head_dim % 16 == 0 (group_size), and for q4_0 an even block_size.
