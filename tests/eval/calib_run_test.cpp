@@ -4,10 +4,12 @@
 #include "eval/calib_run.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <string>
 
 #include "convert/imatrix.h"
 #include "convert/make_model.h"
@@ -22,7 +24,9 @@ const std::string& tiny_model() {
   static const std::string path = [] {
     MakeModelOptions o;
     o.preset = "tiny";
-    o.output_path = ::testing::TempDir() + "/strata_calib_tiny.gguf";
+    // One file per process: CTest runs this file's tests as concurrent processes.
+    o.output_path =
+        ::testing::TempDir() + "/strata_calib_tiny_" + std::to_string(::getpid()) + ".gguf";
     o.vocab_path = testing::shared_dir() + "/vocab/ggml-vocab-llama-spm.gguf";
     o.context_length = 64;
     o.seed = 5;
