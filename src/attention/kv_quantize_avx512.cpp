@@ -1,112 +1,61 @@
-// avx512 quantize-on-write of q8_0 / q4_0 KV rows (see kv_quantize.h): the group max, the
-// rounding and the clamping 16 elements per register, then the int8 or nibble stores
-// (scattered one per row for the transposed keys). Same bytes as kv/kv_quant.h's
-// references: max is exact, the scale is computed by the same scalar code, and each
-// element is x * inv rounded to nearest even, as nearbyint.
+// avx512 quantize-on-write of q8_0 / q4_0 KV rows (see kv_quantize.h): the group max,
+// the rounding and the clamping 16 elements per register; the row loops and stores are
+// kv_quantize_rows.h's. Same bytes as kv/kv_quant.h's references: max is exact, the scale
+// is computed by the same scalar code, and each element is x * inv rounded to nearest
+// even, as nearbyint.
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see kernels/quant/legacy_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "attention/kv_quantize.h"
-#include "core/fp16.h"
-#include "kv/kv_quant.h"
+#include "attention/kv_quantize_rows.h"
 
 namespace strata::attention::avx512 {
 namespace {
-
-// max |x| over n (16 or 32) elements; NaNs are skipped, as std::fmax does (max_ps returns
-// its second operand, the running max, when the first is NaN).
-inline float group_amax(const float* x, int64_t n) {
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16)
-    acc = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + i)), acc);
-  return _mm512_reduce_max_ps(acc);
-}
-
-// The first element of largest magnitude amax (> 0), as q4_0_scale's strict > keeps.
-inline float first_at(const float* x, int64_t n, float amax) {
-  const __m512 a = _mm512_set1_ps(amax);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 mask = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(x + i)), a, _CMP_EQ_OQ);
-    if (mask != 0) return x[i + __builtin_ctz(static_cast<unsigned>(mask))];
+struct Ops {
+  // max |x| over n (16 or 32) elements; NaNs are skipped, as std::fmax does (max_ps returns
+  // its second operand, the running max, when the first is NaN).
+  static float group_amax(const float* x, int64_t n) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16)
+      acc = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + i)), acc);
+    return _mm512_reduce_max_ps(acc);
   }
-  return 0.0f;  // not reached
-}
 
-// n elements times inv, rounded, clamped to [lo, hi], plus bias, as int8 into out.
-inline void quantize(const float* x, int64_t n, float inv, float lo, float hi, int bias,
-                     int8_t* out) {
-  const __m512 vinv = _mm512_set1_ps(inv), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-  const __m512i vb = _mm512_set1_epi32(bias);
-  for (int64_t i = 0; i < n; i += 16) {
-    __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vinv),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm512_min_ps(_mm512_max_ps(r, vlo), vhi);  // a NaN becomes lo, as fmax(lo, NaN)
-    const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), vb);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm512_cvtsepi32_epi8(q));
+  // The first element of largest magnitude amax (> 0), as q4_0_scale's strict > keeps.
+  static float first_at(const float* x, int64_t n, float amax) {
+    const __m512 a = _mm512_set1_ps(amax);
+    for (int64_t i = 0; i < n; i += 16) {
+      const __mmask16 mask =
+          _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(x + i)), a, _CMP_EQ_OQ);
+      if (mask != 0) return x[i + __builtin_ctz(static_cast<unsigned>(mask))];
+    }
+    return 0.0f;  // not reached
   }
-}
 
-// 16 nibbles (bytes 0..15) into 8 bytes, element 2i in the low nibble of byte i.
-inline __m128i pack_nibbles(const int8_t* t) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t));
-  return _mm_maddubs_epi16(v, _mm_set1_epi16(0x1001));  // t[2i] + 16 t[2i+1], as int16
-}
+  // n elements times inv, rounded, clamped to [lo, hi], plus bias, as int8 into out.
+  static void quantize(const float* x, int64_t n, float inv, float lo, float hi, int bias,
+                       int8_t* out) {
+    const __m512 vinv = _mm512_set1_ps(inv), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    const __m512i vb = _mm512_set1_epi32(bias);
+    for (int64_t i = 0; i < n; i += 16) {
+      __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vinv),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      r = _mm512_min_ps(_mm512_max_ps(r, vlo), vhi);  // a NaN becomes lo, as fmax(lo, NaN)
+      const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), vb);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm512_cvtsepi32_epi8(q));
+    }
+  }
+};
 
 }  // namespace
 
 void store_q8_0(uint8_t* tile, bool keys, const float* src, int64_t slot, int64_t bs, int64_t hd) {
-  auto* q = reinterpret_cast<int8_t*>(tile);
-  auto* scales = reinterpret_cast<uint16_t*>(tile + kv_quant::q8_scale_offset(bs, hd));
-  const int64_t group = kv_quant::group_size(hd);
-  const int64_t n_groups = hd / group;
-  alignas(32) int8_t t[32];
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const float* x = src + g * group;
-    const uint16_t sh = fp32_to_fp16(group_amax(x, group) / 127.0f);
-    const float s = fp16_to_fp32(sh);
-    quantize(x, group, s > 0.0f ? 1.0f / s : 0.0f, -127.0f, 127.0f, 0, t);
-    if (keys) {
-      for (int64_t i = 0; i < group; ++i) q[kv_layout::key_index(g * group + i, slot, bs)] = t[i];
-    } else {
-      std::memcpy(q + kv_layout::value_index(slot, g * group, hd), t, static_cast<size_t>(group));
-    }
-    scales[kv_quant::scale_index(keys, g, slot, bs, n_groups)] = sh;
-  }
+  kv_rows::store_q8_0<Ops>(tile, keys, src, slot, bs, hd);
 }
 
 void store_q4_0(uint8_t* tile, bool keys, const float* src, int64_t slot, int64_t bs, int64_t hd) {
-  auto* scales = reinterpret_cast<uint16_t*>(tile + kv_quant::scale_offset(DType::Q4_0, bs, hd));
-  const int64_t group = kv_quant::group_size(hd);
-  const int64_t n_groups = hd / group;
-  alignas(32) int8_t t[32];
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const float* x = src + g * group;
-    const float amax = group_amax(x, group);
-    const float m = amax > 0.0f ? first_at(x, group, amax) : 0.0f;
-    const uint16_t sh = fp32_to_fp16(m / -8.0f);
-    const float s = fp16_to_fp32(sh);
-    quantize(x, group, s != 0.0f ? 1.0f / s : 0.0f, -8.0f, 7.0f, 8, t);
-    scales[kv_quant::scale_index(keys, g, slot, bs, n_groups)] = sh;
-    if (keys) {
-      for (int64_t i = 0; i < group; ++i) {
-        kv_quant::set_nibble(tile, kv_layout::key_index(g * group + i, slot, bs),
-                             static_cast<uint8_t>(t[i]));
-      }
-      continue;
-    }
-    // A value's group is group / 2 whole bytes (hd even, groups of 16 or 32).
-    uint8_t* dst = tile + kv_layout::value_index(slot, g * group, hd) / 2;
-    const __m128i lo = pack_nibbles(t), hi = group > 16 ? pack_nibbles(t + 16) : lo;
-    const __m128i b = _mm_packus_epi16(lo, hi);
-    if (group > 16) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), b);
-    } else {
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b);
-    }
-  }
+  kv_rows::store_q4_0<Ops>(tile, keys, src, slot, bs, hd);
 }
 
 }  // namespace strata::attention::avx512
