@@ -28,19 +28,19 @@ struct V {
   static constexpr int64_t kWidth = 8;
   template <DType T>
   static vec load(const uint8_t* q, int64_t at) {  // elements at..at+7 as float (at even)
-  __m128i x;
-  if constexpr (T == DType::Q4_0) {
-    int32_t w;
-    std::memcpy(&w, q + at / 2, sizeof w);
-    const __m128i b = _mm_cvtsi32_si128(w);
-    const __m128i m = _mm_set1_epi8(0x0F);
-    const __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
-    x = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), _mm_set1_epi8(8));
-  } else {
-    x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + at));
+    __m128i x;
+    if constexpr (T == DType::Q4_0) {
+      int32_t w;
+      std::memcpy(&w, q + at / 2, sizeof w);
+      const __m128i b = _mm_cvtsi32_si128(w);
+      const __m128i m = _mm_set1_epi8(0x0F);
+      const __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+      x = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), _mm_set1_epi8(8));
+    } else {
+      x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + at));
+    }
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x));
   }
-  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x));
-}
   static vec load_scales(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
@@ -49,11 +49,11 @@ struct V {
   static vec zero() { return _mm256_setzero_ps(); }
   // 8 pairs (a[i], b[i]) as bf16, a in the low half, stored at out (16 elements).
   static void store(uint16_t* out, vec a, vec b) {
-  const __m256i lo = _mm256_srli_epi32(bf16_high(a), 16);
-  const __m256i hi =
-      _mm256_and_si256(bf16_high(b), _mm256_set1_epi32(static_cast<int>(0xffff0000u)));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_or_si256(lo, hi));
-}
+    const __m256i lo = _mm256_srli_epi32(bf16_high(a), 16);
+    const __m256i hi =
+        _mm256_and_si256(bf16_high(b), _mm256_set1_epi32(static_cast<int>(0xffff0000u)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_or_si256(lo, hi));
+  }
 };
 
 }  // namespace

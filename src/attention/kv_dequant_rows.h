@@ -65,7 +65,8 @@ void dequant(const uint8_t* q, bool keys, int64_t bs, int64_t hd, uint16_t* out)
       for (int64_t i = 0; i < group; i += W) {
         const int64_t at = s0 * hd + g * group + i;
         const auto b = pair ? V::mul(V::template load<T>(q, at + hd), sb) : V::zero();
-        V::store(out + (s0 / 2 * hd + g * group + i) * 2, V::mul(V::template load<T>(q, at), sa), b);
+        V::store(out + (s0 / 2 * hd + g * group + i) * 2, V::mul(V::template load<T>(q, at), sa),
+                 b);
       }
     }
   }

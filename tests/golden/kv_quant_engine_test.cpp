@@ -19,66 +19,20 @@
 namespace strata {
 namespace {
 
-struct Scenario {
-  const char* name;
-  bool one_at_a_time = false;
-  int64_t prefill_chunk = 512;
-  int64_t kv_tokens = 0;  // 0 = roomy
-  bool prefix_cache = false;
-};
-
-struct Outcome {
-  std::vector<std::vector<int32_t>> tokens;
-  EngineMetrics metrics;
-};
-
-Outcome run(Model& model, DType kv, const std::vector<OfflineRequest>& requests,
-            const Scenario& s) {
-  ThreadPool pool(2);
-  EngineConfig c;
-  c.kv_type = kv;
-  c.kv_cache_tokens = s.kv_tokens > 0 ? s.kv_tokens : 16 * model.config().context_length;
-  c.prefix_cache = s.prefix_cache;
-  c.scheduler.max_seqs = 32;
-  c.scheduler.max_batch_tokens = 1024;
-  c.scheduler.prefill_chunk = s.prefill_chunk;
-  EngineCore engine(model, pool, c);
-  Outcome out;
-  if (s.one_at_a_time) {
-    for (const auto& r : requests) out.tokens.push_back(generate(engine, nullptr, {r})[0].tokens);
-  } else {
-    for (const auto& res : generate(engine, nullptr, requests)) out.tokens.push_back(res.tokens);
-  }
-  out.metrics = engine.metrics();
-  testing::expect_no_leaks(engine);
-  return out;
-}
-
 void check_equivalence(const std::string& path, DType kv, int32_t max_prompt, int32_t max_new) {
   auto model = Model::load(path);
   ASSERT_EQ(model->config().head_dim % 16, 0);
   const auto requests =
       testing::random_requests(24, model->config().n_vocab, max_prompt, max_new, false, 11);
-  const Outcome ref = run(*model, kv, requests, {"one at a time", true});
+  EngineConfig base;
+  base.kv_type = kv;
+  base.scheduler.max_seqs = 32;
+  const int64_t roomy = 16 * model->config().context_length;
+  const auto ref = testing::run_scenario(*model, requests, {"one at a time", true}, base, roomy);
   const int64_t small_pool = (max_prompt + max_new) * 3 / 2;
-  const Scenario scenarios[] = {
-      {"continuous batching"},
-      {"prefill chunk 7", false, 7},
-      {"preemption", false, 512, small_pool},
-      {"prefix caching", false, 512, 0, true},
-      {"prefix caching + chunk 7 + preemption", false, 7, small_pool, true},
-  };
-  for (const auto& s : scenarios) {
+  for (const auto& s : testing::batching_scenarios(small_pool)) {
     SCOPED_TRACE(std::string(dtype_name(kv)) + ": " + s.name);
-    const Outcome got = run(*model, kv, requests, s);
-    for (size_t i = 0; i < requests.size(); ++i)
-      EXPECT_EQ(got.tokens[i], ref.tokens[i]) << "request " << i;
-    if (s.kv_tokens > 0) {
-      EXPECT_GT(got.metrics.preemptions, 0);
-    }
-    if (s.prefix_cache) {
-      EXPECT_GT(got.metrics.prefix_hits_tokens, 0);
-    }
+    testing::expect_same_tokens(testing::run_scenario(*model, requests, s, base, roomy), ref, s);
   }
 }
 

@@ -14,35 +14,15 @@
 namespace strata {
 namespace {
 
-struct Scenario {
-  const char* name;
-  int64_t prefill_chunk = 512;
-  int64_t kv_tokens = 0;  // 0 = roomy
-  bool prefix_cache = false;
-};
-
-struct Outcome {
-  std::vector<std::vector<int32_t>> tokens;
-  EngineMetrics metrics;
-};
-
-Outcome run(Model& model, const std::vector<OfflineRequest>& requests, const Scenario& s,
-            const SpecConfig& spec, Model* draft = nullptr) {
-  ThreadPool pool(2);
+// Runs the requests with speculation `spec` (a draft model where it needs one).
+testing::EngineOutcome run(Model& model, const std::vector<OfflineRequest>& requests,
+                           const testing::EngineScenario& s, const SpecConfig& spec,
+                           Model* draft = nullptr) {
   EngineConfig c;
-  c.kv_cache_tokens = s.kv_tokens > 0 ? s.kv_tokens : 64 * model.config().context_length;
-  c.prefix_cache = s.prefix_cache;
   c.scheduler.max_seqs = 64;
-  c.scheduler.max_batch_tokens = 1024;
-  c.scheduler.prefill_chunk = s.prefill_chunk;
   c.spec = spec;
   c.draft_model = draft;
-  EngineCore engine(model, pool, c);
-  Outcome out;
-  for (const auto& res : generate(engine, nullptr, requests)) out.tokens.push_back(res.tokens);
-  out.metrics = engine.metrics();
-  testing::expect_no_leaks(engine);
-  return out;
+  return testing::run_scenario(model, requests, s, c, 64 * model.config().context_length);
 }
 
 // Prompts that repeat themselves (so n-gram lookup finds matches), every third request
@@ -65,28 +45,16 @@ void check_greedy_equivalence(const std::string& path, const SpecConfig& spec,
   if (!draft_path.empty()) draft = Model::load(draft_path);
   const int32_t max_prompt = 60, max_new = 40;
   const auto requests = requests_for(*model, max_prompt, max_new);
-  const Outcome ref = run(*model, requests, {"off"}, SpecConfig{});
+  const auto ref = run(*model, requests, {"off"}, SpecConfig{});
   const int64_t small_pool = (2 * max_prompt + max_new + spec.k) * 3 / 2;
-  const Scenario scenarios[] = {
-      {"continuous batching"},
-      {"prefill chunk 7", 7},
-      {"preemption", 512, small_pool},
-      {"prefix caching + chunk 7 + preemption", 7, small_pool, true},
-  };
-  for (const auto& s : scenarios) {
+  for (const auto& s : testing::batching_scenarios(small_pool)) {
+    if (s.prefix_cache && s.kv_tokens == 0) continue;  // covered by the combined scenario
     SCOPED_TRACE(s.name);
-    const Outcome got = run(*model, requests, s, spec, draft.get());
-    for (size_t i = 0; i < requests.size(); ++i)
-      EXPECT_EQ(got.tokens[i], ref.tokens[i]) << "request " << i;
+    const auto got = run(*model, requests, s, spec, draft.get());
+    testing::expect_same_tokens(got, ref, s);
     EXPECT_GT(got.metrics.spec_drafted_tokens, 0);
     EXPECT_GT(got.metrics.spec_accepted_tokens, 0);
     EXPECT_GT(got.metrics.plain_decode_steps, 0);  // the opted-out requests
-    if (s.kv_tokens > 0) {
-      EXPECT_GT(got.metrics.preemptions, 0);
-    }
-    if (s.prefix_cache) {
-      EXPECT_GT(got.metrics.prefix_hits_tokens, 0);
-    }
   }
 }
 
@@ -169,8 +137,8 @@ void check_distribution(const SpecConfig& spec, const SamplingParams& base) {
     r.options.stop.ignore_eos = true;
     reqs.push_back(r);
   }
-  const Outcome off = run(*model, reqs, {"off"}, SpecConfig{});
-  const Outcome on = run(*model, reqs, {"on"}, spec);
+  const auto off = run(*model, reqs, {"off"}, SpecConfig{});
+  const auto on = run(*model, reqs, {"on"}, spec);
   EXPECT_GT(on.metrics.spec_drafted_tokens, 0);
   EXPECT_LT(on.metrics.spec_accepted_tokens, on.metrics.spec_drafted_tokens);  // rejections seen
   for (int pos = 0; pos < kPositions; ++pos) {
