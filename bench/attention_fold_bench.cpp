@@ -3,7 +3,8 @@
 // llama-1b shape; rows:8 = one token's 8 query heads as in decode, rows:32/64/128 =
 // prefill groups of 4/8/16 tokens, paged attention's kQueryTile now being 16) folded over
 // `blocks` consecutive tiles, the kernel set's fold_blocks per fold as paged attention
-// does. blocks:4 (or 8) keeps the tiles in L1 (the kernel's arithmetic); blocks:16384
+// does. blocks:4 (or 8) keeps the tiles in L1 (the kernel's arithmetic); blocks:512 is one
+// KV head at 8K depth as a prefill group reads it (bf16: 2 MiB of K/V, L2/L3); blocks:16384
 // (f32: 128 MiB) streams from memory, with the next fold's tiles prefetched as paged
 // attention does (FoldTile::next).
 //
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
       {TileElem::f32, "f32"}, {TileElem::f16, "f16"}, {TileElem::bf16, "bf16"}};
   for (const TileKernels* k : sets) {
     for (const auto& [elem, elem_name] : elems) {
-      for (int64_t blocks : {static_cast<int64_t>(k->fold_blocks), int64_t{16384}}) {
+      for (int64_t blocks : {static_cast<int64_t>(k->fold_blocks), int64_t{512}, int64_t{16384}}) {
         for (int64_t rows : {8, 32, 64, 128}) {
           const std::string name = std::string("fold/") + k->name + "/" + elem_name +
                                    "/blocks:" + std::to_string(blocks) +
