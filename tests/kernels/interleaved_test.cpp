@@ -228,7 +228,8 @@ void expect_level_matches_scalar_models(KernelIsa isa) {
 // The K-quant x16 kernels at their integer extremes: quants all at one end (0 or the
 // largest), the largest sub-block scales and mins (Q6_K's most negative too), activation
 // quants all +127 or -127. The AVX-512 register blocks apply the scales in 16-bit (Q4_K)
-// or float (Q5_K, Q6_K) products that are exact only within these bounds.
+// or float (Q5_K, Q6_K) products that are exact only within these bounds. A last pass
+// fills the scale bytes at random (every bit pattern of the packed 6-bit scales and mins).
 void expect_extremes_match_scalar_models(KernelIsa isa) {
   const int64_t cols = 512, rows = 2, n_tokens = 4;
   const int64_t nb = cols / kQK_K;
@@ -243,12 +244,18 @@ void expect_extremes_match_scalar_models(KernelIsa isa) {
     }
   }
   const int64_t ab_bytes = nb * static_cast<int64_t>(sizeof(BlockQ8_Kx16A));
+  Rng rng(5);
   for (const DType type : {DType::Q6_K_X16, DType::Q4_K_X16, DType::Q5_K_X16}) {
     const TypeTraits& ref = reference_type_traits(type);
     const TypeTraits& fast = type_traits_for(isa, type);
     const int64_t wb = row_bytes(type, cols);
     // Row 0: quants 0, row 1: the largest; scales at their largest (or most negative).
-    for (const uint8_t scale_byte : {uint8_t{0x80}, uint8_t{0x7f}, uint8_t{0xff}}) {
+    for (const int scale_byte : {0x80, 0x7f, 0xff, -1}) {  // -1: random bytes
+      const auto fill_scales = [&](void* p, size_t n) {
+        auto* bytes = static_cast<uint8_t*>(p);
+        for (size_t i = 0; i < n; ++i)
+          bytes[i] = static_cast<uint8_t>(scale_byte < 0 ? rng.next() >> 56 : scale_byte);
+      };
       std::vector<uint8_t> w(static_cast<size_t>(rows * wb));
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t b = 0; b < nb; ++b) {
@@ -258,18 +265,18 @@ void expect_extremes_match_scalar_models(KernelIsa isa) {
             auto& blk = reinterpret_cast<BlockQ6_Kx16*>(row)[b];
             std::memset(blk.ql, q, sizeof blk.ql);
             std::memset(blk.qh, q, sizeof blk.qh);
-            std::memset(blk.scales, scale_byte, sizeof blk.scales);
+            fill_scales(blk.scales, sizeof blk.scales);
             blk.d = 0x3c00;  // 1
           } else if (type == DType::Q4_K_X16) {
             auto& blk = reinterpret_cast<BlockQ4_Kx16*>(row)[b];
             std::memset(blk.qs, q, sizeof blk.qs);
-            std::memset(blk.scales, scale_byte, sizeof blk.scales);
+            fill_scales(blk.scales, sizeof blk.scales);
             blk.d = 0x3c00, blk.dmin = 0x3800;  // 1, 0.5
           } else {
             auto& blk = reinterpret_cast<BlockQ5_Kx16*>(row)[b];
             std::memset(blk.qs, q, sizeof blk.qs);
             std::memset(blk.qh, q, sizeof blk.qh);
-            std::memset(blk.scales, scale_byte, sizeof blk.scales);
+            fill_scales(blk.scales, sizeof blk.scales);
             blk.d = 0x3c00, blk.dmin = 0x3800;
           }
         }
@@ -280,9 +287,9 @@ void expect_extremes_match_scalar_models(KernelIsa isa) {
         for (int64_t r = 0; r < rows; ++r) {
           const float want = ref.vec_dot(cols, w.data() + r * wb, a.data() + t * nb);
           EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
-              << kernel_isa_name(isa) << " " << dtype_name(type) << " scale byte "
-              << int{scale_byte} << " at (" << r << ", " << t
-              << "): " << y[static_cast<size_t>(t * rows + r)] << " vs " << want;
+              << kernel_isa_name(isa) << " " << dtype_name(type) << " scale byte " << scale_byte
+              << " at (" << r << ", " << t << "): " << y[static_cast<size_t>(t * rows + r)]
+              << " vs " << want;
         }
       }
     }

@@ -24,7 +24,7 @@ template <int T, bool kPageKick>
 void gemm_tile(int64_t nb, const BlockQ5_Kx16* w, const uint8_t* a, int64_t a_stride, float* y,
                int64_t ldy) {
   const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
-  // Byte j / 2 (the scale) and 8 + j / 2 (the min) of unpack_q4_k_scales_mins for lane j.
+  // Byte j / 2 (the scale) and 8 + j / 2 (the min) of unpack_q4_k_block_scales_mins for lane j.
   const __m128i sc_index = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
   const __m128i m_index = _mm_add_epi8(sc_index, _mm_set1_epi8(8));
   __m512 acc[T];
@@ -33,10 +33,13 @@ void gemm_tile(int64_t nb, const BlockQ5_Kx16* w, const uint8_t* a, int64_t a_st
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ5_Kx16& wb = w[b];
     if constexpr (kPageKick) prefetch_page_ahead(&wb, sizeof(BlockQ5_Kx16));
-    const __m128i packed = unpack_q4_k_scales_mins(wb.scales);
+    // d, dmin and the scales in one load (the converts are _cvtsh_ss's).
+    const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&wb));
+    const __m128i packed = unpack_q4_k_block_scales_mins(head);
     const __m512i scales = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(packed, sc_index));
     const __m512i mins = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(packed, m_index));
-    const float dw = _cvtsh_ss(wb.d), dmw = _cvtsh_ss(wb.dmin);
+    const __m128 dd = _mm_cvtph_ps(head);
+    const float dw = _mm_cvtss_f32(dd), dmw = _mm_cvtss_f32(_mm_movehdup_ps(dd));
     const __m512i l0 = _mm512_loadu_si512(wb.qs), l1 = _mm512_loadu_si512(wb.qs + 64);
     const __m512i q0 = _mm512_and_si512(l0, low4), q1 = _mm512_and_si512(l1, low4);
     const __m512i q2 = _mm512_and_si512(_mm512_srli_epi16(l0, 4), low4);
@@ -132,13 +135,15 @@ void gemm_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a
     }
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      const __m128i packed = unpack_q4_k_scales_mins(wb[r]->scales);
+      const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[r]));
+      const __m128i packed = unpack_q4_k_block_scales_mins(head);
       const __m512 scales =
           _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(packed, sc_index)));
       const __m512 mins =
           _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(packed, m_index)));
-      const __m512 dw = _mm512_set1_ps(_cvtsh_ss(wb[r]->d));
-      const __m512 dmw = _mm512_set1_ps(_cvtsh_ss(wb[r]->dmin));
+      const __m128 dd = _mm_cvtph_ps(head);
+      const __m512 dw = _mm512_broadcastss_ps(dd);
+      const __m512 dmw = _mm512_broadcastss_ps(_mm_movehdup_ps(dd));
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(lanes[r][t]), scales);
