@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
                          DType::Q8_0_X16, DType::Q4_0,     DType::Q4_0_X16, DType::Q4_K,
                          DType::Q6_K,     DType::Q6_K_X16, DType::Q4_1,     DType::Q5_0,
                          DType::Q5_1,     DType::IQ4_NL,   DType::Q2_K,     DType::Q3_K,
-                         DType::Q5_K,     DType::IQ4_XS,   DType::Q4_K_X16};
+                         DType::Q5_K,     DType::IQ4_XS,   DType::Q4_K_X16, DType::Q5_K_X16};
   const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};
   for (DType t : types) {
     for (const auto& shape : shapes) {

@@ -186,8 +186,8 @@ TEST(Interleaved, ScalarModelsMatchFileLayoutsUpToRounding) {
 }
 
 // Every output of a level's kernels against the scalar model, for every tile shape: with
-// AVX-512, 2 and 5 rows by 4, 5 and 9 tokens run the GEMM's 2 x 4 register blocks, 5 rows
-// with a row left over, 5 and 9 tokens with 1 token left over.
+// AVX-512, 2 and 5 rows by 4, 5 and 9 tokens run the GEMM's 2 x 4 register blocks (every
+// x16 type has one), 5 rows with a row left over, 5 and 9 tokens with 1 token left over.
 void expect_level_matches_scalar_models(KernelIsa isa) {
   Rng rng(4);
   for (const Pair& p : kPairs) {
@@ -225,9 +225,81 @@ void expect_level_matches_scalar_models(KernelIsa isa) {
   }
 }
 
+// The K-quant x16 kernels at their integer extremes: quants all at one end (0 or the
+// largest), the largest sub-block scales and mins (Q6_K's most negative too), activation
+// quants all +127 or -127. The AVX-512 register blocks apply the scales in 16-bit (Q4_K)
+// or float (Q5_K, Q6_K) products that are exact only within these bounds. A last pass
+// fills the scale bytes at random (every bit pattern of the packed 6-bit scales and mins).
+void expect_extremes_match_scalar_models(KernelIsa isa) {
+  const int64_t cols = 512, rows = 2, n_tokens = 4;
+  const int64_t nb = cols / kQK_K;
+  std::vector<BlockQ8_Kx16A> a(static_cast<size_t>(n_tokens * nb));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ8_Kx16A& ab = a[static_cast<size_t>(t * nb + b)];
+      const int8_t v = (t % 2 == 0) ? 127 : -127;
+      std::memset(ab.qs, static_cast<uint8_t>(v), sizeof ab.qs);
+      for (int j = 0; j < 16; ++j) ab.bias[j] = -32 * 16 * v;
+      ab.d = 0.5f + static_cast<float>(t);
+    }
+  }
+  const int64_t ab_bytes = nb * static_cast<int64_t>(sizeof(BlockQ8_Kx16A));
+  Rng rng(5);
+  for (const DType type : {DType::Q6_K_X16, DType::Q4_K_X16, DType::Q5_K_X16}) {
+    const TypeTraits& ref = reference_type_traits(type);
+    const TypeTraits& fast = type_traits_for(isa, type);
+    const int64_t wb = row_bytes(type, cols);
+    // Row 0: quants 0, row 1: the largest; scales at their largest (or most negative).
+    for (const int scale_byte : {0x80, 0x7f, 0xff, -1}) {  // -1: random bytes
+      const auto fill_scales = [&](void* p, size_t n) {
+        auto* bytes = static_cast<uint8_t*>(p);
+        for (size_t i = 0; i < n; ++i)
+          bytes[i] = static_cast<uint8_t>(scale_byte < 0 ? rng.next() >> 56 : scale_byte);
+      };
+      std::vector<uint8_t> w(static_cast<size_t>(rows * wb));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t b = 0; b < nb; ++b) {
+          uint8_t* row = w.data() + r * wb;
+          const uint8_t q = r == 0 ? 0x00 : 0xff;
+          if (type == DType::Q6_K_X16) {
+            auto& blk = reinterpret_cast<BlockQ6_Kx16*>(row)[b];
+            std::memset(blk.ql, q, sizeof blk.ql);
+            std::memset(blk.qh, q, sizeof blk.qh);
+            fill_scales(blk.scales, sizeof blk.scales);
+            blk.d = 0x3c00;  // 1
+          } else if (type == DType::Q4_K_X16) {
+            auto& blk = reinterpret_cast<BlockQ4_Kx16*>(row)[b];
+            std::memset(blk.qs, q, sizeof blk.qs);
+            fill_scales(blk.scales, sizeof blk.scales);
+            blk.d = 0x3c00, blk.dmin = 0x3800;  // 1, 0.5
+          } else {
+            auto& blk = reinterpret_cast<BlockQ5_Kx16*>(row)[b];
+            std::memset(blk.qs, q, sizeof blk.qs);
+            std::memset(blk.qh, q, sizeof blk.qh);
+            fill_scales(blk.scales, sizeof blk.scales);
+            blk.d = 0x3c00, blk.dmin = 0x3800;
+          }
+        }
+      }
+      std::vector<float> y(static_cast<size_t>(rows * n_tokens));
+      fast.gemm(cols, w.data(), wb, rows, a.data(), ab_bytes, n_tokens, y.data(), rows);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const float want = ref.vec_dot(cols, w.data() + r * wb, a.data() + t * nb);
+          EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
+              << kernel_isa_name(isa) << " " << dtype_name(type) << " scale byte " << scale_byte
+              << " at (" << r << ", " << t << "): " << y[static_cast<size_t>(t * rows + r)]
+              << " vs " << want;
+        }
+      }
+    }
+  }
+}
+
 TEST(Interleaved, Avx2KernelsMatchScalarModelsBitForBit) {
   if (cpu_kernel_isa() < KernelIsa::avx2) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
   expect_level_matches_scalar_models(KernelIsa::avx2);
+  expect_extremes_match_scalar_models(KernelIsa::avx2);
 }
 
 TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
@@ -235,6 +307,7 @@ TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
     GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or STRATA_NO_AVX512)";
   }
   expect_level_matches_scalar_models(KernelIsa::avx512_vnni);
+  expect_extremes_match_scalar_models(KernelIsa::avx512_vnni);
 }
 
 }  // namespace

@@ -12,7 +12,8 @@
 // classifier of a llama-1b Q4_0 file it took 810 us a token instead of 988 (53.8 MB at
 // 66 instead of 54 GB/s). Every
 // integer step is exact and the float steps are ref::q6_k_x16_vec_dot's, so each output
-// is bit-identical to it, whatever the tile, batch or thread split.
+// is bit-identical to it, whatever the tile, batch or thread split. A GEMM's full 4-token
+// tiles run as register blocks of 2 rows x 4 tokens (gemm_block).
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see interleaved_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
@@ -78,8 +79,88 @@ void gemm_tile(int64_t nb, const BlockQ6_Kx16* w, const uint8_t* a, int64_t a_st
   for (int t = 0; t < T; ++t) y[t * ldy] = hsum16(acc[t]);
 }
 
-// The row kernel for gemm_rows_by_token_tiles (token_tiles.h).
+// kRows rows x 4 tokens (the prefill GEMM's register block; see kquant_q4_x16_avx512.cpp's):
+// per super-block and quant vector k, the 4 tokens' activation vectors are loaded once and
+// each row's quant vector is unpacked once, feeding 4 x kRows vpdpbusd chains that start
+// from the tokens' biases. The scales are applied in float: a lane's integer sum and its
+// scale convert exactly, and their product does too (|32 x 128 x 16 x 128| < 2^24), so
+// float(lanes) * float(scales) is float(lanes * scales), gemm_tile's vpmulld and convert,
+// bit for bit, in one multiply. The fmas are gemm_tile's, so every output is its bits.
+template <int kRows>
+void gemm_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a, int64_t a_stride,
+                float* y, int64_t ldy) {
+  constexpr int T = 4;
+  const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
+  __m512 acc[kRows][T];
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ8_Kx16A* ab[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+      ab[t] = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride) + b;
+    const BlockQ6_Kx16* wb[kRows];
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r)
+      wb[r] = reinterpret_cast<const BlockQ6_Kx16*>(w + r * w_stride) + b;
+    __m512i lanes[kRows][T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m512i bias = _mm512_loadu_si512(ab[t]->bias);
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) lanes[r][t] = bias;
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      __m512i av[T];
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        av[t] = _mm512_loadu_si512(ab[t]->qs + 64 * k);
+        __asm__("" : "+v"(av[t]));  // see interleaved_avx512.cpp's gemm_block
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) {
+        const __m512i l = _mm512_loadu_si512(wb[r]->ql + 64 * (k % 2));
+        const __m512i h = _mm512_loadu_si512(wb[r]->qh);
+        const __m512i lo = _mm512_and_si512(k < 2 ? l : _mm512_srli_epi16(l, 4), low4);
+        // gemm_tile's shifts of the high bits to bits 4-5 for vector k.
+        const __m512i hs = k == 0   ? _mm512_slli_epi16(h, 4)
+                           : k == 1 ? _mm512_slli_epi16(h, 2)
+                           : k == 2 ? h
+                                    : _mm512_srli_epi16(h, 2);
+        const __m512i q = _mm512_ternarylogic_epi32(lo, hs, bits45, kOrAnd);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) lanes[r][t] = _mm512_dpbusd_epi32(lanes[r][t], q, av[t]);
+      }
+    }
+    __m512 ad[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) ad[t] = _mm512_set1_ps(ab[t]->d);
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 scales = _mm512_cvtepi32_ps(
+          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[r]->scales))));
+      const __m512 dw = _mm512_set1_ps(_cvtsh_ss(wb[r]->d));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(lanes[r][t]), scales);
+        acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, ad[t]), scaled, acc[r][t]);
+      }
+    }
+  }
+  store_block_sums<kRows, T>(acc, y, ldy);
+}
+
+// The row kernel for gemm_rows_by_token_tiles and gemm_by_row_blocks (token_tiles.h).
 struct Rows {
+  static constexpr int kBlockRows = 2;
+  static void block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
+                    int64_t a_stride, float* y, int64_t ldy) {
+    gemm_block<kBlockRows>(nb, w, w_stride, a, a_stride, y, ldy);
+  }
   template <int T, bool kPageKick>
   static void tile(int64_t nb, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
                    int64_t ldy) {
@@ -95,7 +176,7 @@ float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
 
 void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_tiles<Rows>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_by_row_blocks<Rows>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 }  // namespace strata::kernels::avx512
