@@ -39,7 +39,7 @@ constexpr std::array<Entry, 22> kTable = {{
 }};
 
 // Layouts that exist only in memory (core/dtype.h).
-constexpr std::array<Entry, 7> kInternal = {{
+constexpr std::array<Entry, 9> kInternal = {{
     {DType::Q4_0_X16, {"q4_0_x16", 512, 16 * (2 + 16)}},
     {DType::Q8_0_X16A, {"q8_0_x16a", 512, 512 + 16 * 4 + 16 * 4}},
     {DType::Q8_0_X16, {"q8_0_x16", 512, 16 * (2 + 32)}},
@@ -47,6 +47,8 @@ constexpr std::array<Entry, 7> kInternal = {{
     {DType::Q8_K_X16A, {"q8_k_x16a", 256, 256 + 16 * 4 + 4}},
     {DType::Q4_K_X16, {"q4_k_x16", 256, 2 + 2 + 12 + 128}},
     {DType::Q5_K_X16, {"q5_k_x16", 256, 2 + 2 + 12 + 32 + 128}},
+    {DType::IQ4_XS_X16, {"iq4_xs_x16", 256, 2 + 2 + 4 + 128}},
+    {DType::Q3_K_X16, {"q3_k_x16", 256, 32 + 64 + 12 + 2}},
 }};
 
 }  // namespace

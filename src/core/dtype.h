@@ -43,6 +43,8 @@ enum class DType : uint32_t {
   Q8_K_X16A = 68,
   Q4_K_X16 = 69,
   Q5_K_X16 = 70,
+  IQ4_XS_X16 = 71,
+  Q3_K_X16 = 72,
 };
 
 struct DTypeInfo {

@@ -1,5 +1,7 @@
 // The internal interleaved layouts (Q4_0_X16 and Q8_0_X16 weights, Q8_0_X16A
-// activations; Q6_K_X16, Q4_K_X16 and Q5_K_X16 weights, Q8_K_X16A activations): repacking is a
+// activations; Q6_K_X16, Q4_K_X16, Q5_K_X16, IQ4_XS_X16 and Q3_K_X16 weights, Q8_K_X16A
+// activations):
+// repacking is a
 // lossless byte move, the activation layout is the same whichever level converts it, the scalar
 // models agree with the file layouts' kernels up to float rounding, and the AVX2 and AVX-512
 // kernels agree with the scalar models bit for bit for every tile shape.
@@ -33,7 +35,9 @@ const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16, DType::Q8_0, DType::Q8_0_X
                        {DType::Q8_0, DType::Q8_0_X16, DType::Q8_0, DType::Q8_0_X16A},
                        {DType::Q6_K, DType::Q6_K_X16, DType::Q8_K, DType::Q8_K_X16A},
                        {DType::Q4_K, DType::Q4_K_X16, DType::Q8_K, DType::Q8_K_X16A},
-                       {DType::Q5_K, DType::Q5_K_X16, DType::Q8_K, DType::Q8_K_X16A}};
+                       {DType::Q5_K, DType::Q5_K_X16, DType::Q8_K, DType::Q8_K_X16A},
+                       {DType::IQ4_XS, DType::IQ4_XS_X16, DType::Q8_K, DType::Q8_K_X16A},
+                       {DType::Q3_K, DType::Q3_K_X16, DType::Q8_K, DType::Q8_K_X16A}};
 
 // The fp16 super-block scales of a repacked row: leading each X16 group (16 of them, one
 // per block), or the last field of each Q6_K_X16 block.
@@ -48,6 +52,9 @@ uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
     auto* blocks = reinterpret_cast<BlockQ5_Kx16*>(row);
     return i == 0 ? &blocks[0].d : &blocks[1].dmin;
   }
+  // IQ4_XS_X16: the scale of blocks 0 and 1.
+  if (p.x16 == DType::IQ4_XS_X16) return &reinterpret_cast<BlockIQ4_XSx16*>(row)[i].d;
+  if (p.x16 == DType::Q3_K_X16) return &reinterpret_cast<BlockQ3_Kx16*>(row)[i].d;
   return reinterpret_cast<uint16_t*>(row) + i;
 }
 
@@ -75,8 +82,9 @@ TEST(Interleaved, LayoutsHaveTheSizeOfWhatTheyReplace) {
   EXPECT_EQ(row_bytes(DType::Q6_K_X16, 2048), row_bytes(DType::Q6_K, 2048));
   EXPECT_EQ(dtype_info(DType::Q8_K_X16A).type_size, sizeof(BlockQ8_Kx16A));
   // Internal ids are not file types: a GGUF naming them is rejected by the reader.
-  for (DType t : {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16,
-                  DType::Q8_K_X16A, DType::Q4_K_X16}) {
+  for (DType t :
+       {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16, DType::Q8_K_X16A,
+        DType::Q4_K_X16, DType::Q5_K_X16, DType::IQ4_XS_X16, DType::Q3_K_X16}) {
     EXPECT_FALSE(dtype_info(static_cast<uint32_t>(t)).has_value());
     EXPECT_FALSE(dtype_from_name(dtype_name(t)).has_value());
   }
@@ -122,6 +130,34 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q6_K_X16, buf.data(), 1, 512), Error);
   EXPECT_EQ(repacked_weight_type(DType::Q5_K, 2048), avx2 ? DType::Q5_K_X16 : DType::Q5_K);
   EXPECT_THROW(repack_weight_rows(DType::Q5_K, DType::Q4_K_X16, buf.data(), 1, 512), Error);
+  EXPECT_EQ(repacked_weight_type(DType::IQ4_XS, 2048), avx2 ? DType::IQ4_XS_X16 : DType::IQ4_XS);
+  EXPECT_EQ(repacked_weight_type(DType::IQ4_XS, 200), DType::IQ4_XS);
+  EXPECT_THROW(repack_weight_rows(DType::IQ4_XS, DType::IQ4_XS_X16, buf.data(), 1, 200), Error);
+  EXPECT_THROW(repack_weight_rows(DType::IQ4_XS, DType::Q4_K_X16, buf.data(), 1, 512), Error);
+  EXPECT_EQ(repacked_weight_type(DType::Q3_K, 2048), avx2 ? DType::Q3_K_X16 : DType::Q3_K);
+  EXPECT_THROW(repack_weight_rows(DType::Q3_K, DType::Q3_K_X16, buf.data(), 1, 200), Error);
+  EXPECT_THROW(repack_weight_rows(DType::Q3_K, DType::IQ4_XS_X16, buf.data(), 1, 512), Error);
+}
+
+// arrange then unarrange gives back the file block byte for byte, and the nibbles land
+// where blocks.h says: element 16j + 4k + i at byte 64 (k % 2) + 4j + i, nibble k / 2.
+TEST(Interleaved, Iq4XsArrangeRoundTripsAndPlacesLanes) {
+  Rng rng(9);
+  const auto w = test::random_weights(DType::IQ4_XS, 1, 4 * kQK_K, rng);
+  const auto* blocks = reinterpret_cast<const BlockIQ4_XS*>(w.data());
+  for (int b = 0; b < 4; ++b) {
+    BlockIQ4_XSx16 x;
+    BlockIQ4_XS back;
+    arrange_iq4_xs_x16(&blocks[b], &x);
+    unarrange_iq4_xs_x16(x, &back);
+    EXPECT_EQ(0, std::memcmp(&back, &blocks[b], sizeof back)) << "block " << b;
+    for (int e = 0; e < kQK_K; ++e) {
+      const int file = (blocks[b].qs[16 * (e / 32) + e % 16] >> (4 * ((e % 32) / 16))) & 15;
+      const int j = e / 16, k = (e % 16) / 4, i = e % 4;
+      const int lane = (x.qs[64 * (k % 2) + 4 * j + i] >> (4 * (k / 2))) & 15;
+      ASSERT_EQ(file, lane) << "element " << e;
+    }
+  }
 }
 
 TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {
@@ -308,6 +344,28 @@ TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
   }
   expect_level_matches_scalar_models(KernelIsa::avx512_vnni);
   expect_extremes_match_scalar_models(KernelIsa::avx512_vnni);
+}
+
+// Q3_K likewise: the round trip is exact and element 16j + 4k + i (n = 4j + i) lands at bits
+// 2k, 2k + 1 of qs[n] and bit n % 8 of hmask[8k + n / 8].
+TEST(Interleaved, Q3KArrangeRoundTripsAndPlacesLanes) {
+  Rng rng(10);
+  const auto w = test::random_weights(DType::Q3_K, 1, 4 * kQK_K, rng);
+  const auto* blocks = reinterpret_cast<const BlockQ3_K*>(w.data());
+  for (int b = 0; b < 4; ++b) {
+    BlockQ3_Kx16 x;
+    BlockQ3_K back;
+    arrange_q3_k_x16(&blocks[b], &x);
+    unarrange_q3_k_x16(x, &back);
+    EXPECT_EQ(0, std::memcmp(&back, &blocks[b], sizeof back)) << "block " << b;
+    for (int e = 0; e < kQK_K; ++e) {
+      const int file = ((blocks[b].qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3) |
+                       ((blocks[b].hmask[e % 32] >> (e / 32)) & 1) << 2;
+      const int k = (e % 16) / 4, n = 4 * (e / 16) + e % 4;
+      const int lane = ((x.qs[n] >> (2 * k)) & 3) | ((x.hmask[8 * k + n / 8] >> (n % 8)) & 1) << 2;
+      ASSERT_EQ(file, lane) << "element " << e;
+    }
+  }
 }
 
 }  // namespace

@@ -139,7 +139,7 @@ struct BlockQ8_K {
 };
 
 // --- strata-internal layouts (DType::Q4_0_X16, Q8_0_X16, Q8_0_X16A, Q6_K_X16, Q8_K_X16A,
-// Q4_K_X16, Q5_K_X16; never in files) ---
+// Q4_K_X16, Q5_K_X16, IQ4_XS_X16, Q3_K_X16; never in files) ---
 //
 // Q4_0 and Q8_0 weights regrouped at load, 16 consecutive blocks of a row per group, so
 // that one 512-bit vpdpbusd lane serves one block: int32 lane b accumulates block b's
@@ -237,6 +237,39 @@ struct BlockQ5_Kx16 {
   uint8_t qs[kQK_K / 2];
 };
 
+// IQ4_XS_X16: one IQ4_XS super-block with its 4-bit grid indices in Q4_K_X16's lane order,
+// so that int32 lane j (j < 16) works on elements 16j .. 16j + 15, half j % 2 of IQ4_XS
+// sub-block j / 2:
+//   qs[64c + 4j + i]  (c < 2) low nibble: the index of element 16j + 4c + i (vector c);
+//                     high nibble: that of element 16j + 4(c + 2) + i (vector c + 2)
+//   d, scales_h, scales_l   as in IQ4_XS (value = d * (ls[j / 2] - 32) * kIQ4NLValues[q])
+// The activations are Q8_K_X16A: the grid values are signed, so the AVX-512 kernel looks up
+// value + 128 (unsigned, for vpdpbusd) and starts lane j from 4 * bias[j] = -128 * the
+// lane's activation sum, which cancels the +128.
+struct BlockIQ4_XSx16 {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
+};
+
+// Q3_K_X16: one Q3_K super-block (16 sub-blocks of 16) with its quants in lane order, int32
+// lane j working on sub-block j; element 16j + 4k + i (k, i < 4), n = 4j + i:
+//   qs[n]             bits 2k, 2k + 1: the low 2 bits of the element (vector k is one
+//                     16-bit shift and an and away)
+//   hmask[8k + n / 8] bit n % 8: its bit 2, so 64-bit word k is a byte mask of vector k
+//   scales, d         as in Q3_K (value = d * (sc[j] - 32) * (low + 4 * bit - 4))
+// The activations are Q8_K_X16A: the kernels take low + 4 * bit (unsigned) and start lane j
+// from bias[j] / 8 = -4 * the lane's activation sum, which cancels the +4.
+struct BlockQ3_Kx16 {
+  uint8_t hmask[kQK_K / 8];
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales[12];
+  uint16_t d;
+};
+
+static_assert(sizeof(BlockIQ4_XSx16) == 136);
+static_assert(sizeof(BlockQ3_Kx16) == 110);
 static_assert(sizeof(BlockQ4_Kx16) == 144);
 static_assert(sizeof(BlockQ5_Kx16) == 176);
 static_assert(sizeof(BlockQ6_Kx16) == 210);

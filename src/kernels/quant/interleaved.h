@@ -13,8 +13,8 @@ namespace strata::kernels {
 // The layout a weight matrix of `type` with rows of `cols` elements is best repacked into
 // on this CPU, or `type` itself when no repacking pays: Q4_0 -> Q4_0_X16 and Q8_0 ->
 // Q8_0_X16 where cpu_kernel_isa() has AVX2 (or AVX-512 VNNI) and cols is a multiple of
-// kQKX16; Q6_K, Q4_K and Q5_K -> Q6_K_X16, Q4_K_X16 and Q5_K_X16 at
-// the same levels.
+// kQKX16; Q6_K, Q4_K, Q5_K, IQ4_XS and Q3_K -> Q6_K_X16, Q4_K_X16, Q5_K_X16, IQ4_XS_X16
+// and Q3_K_X16 at the same levels.
 DType repacked_weight_type(DType type, int64_t cols);
 
 // Rewrites `rows` rows of `cols` elements from `from` to repacked_weight_type(from, cols)
@@ -33,6 +33,10 @@ void arrange_q4_k_x16(const BlockQ4_K* src, BlockQ4_Kx16* dst);
 void unarrange_q4_k_x16(const BlockQ4_Kx16& src, BlockQ4_K* dst);
 void arrange_q5_k_x16(const BlockQ5_K* src, BlockQ5_Kx16* dst);
 void unarrange_q5_k_x16(const BlockQ5_Kx16& src, BlockQ5_K* dst);
+void arrange_iq4_xs_x16(const BlockIQ4_XS* src, BlockIQ4_XSx16* dst);
+void unarrange_iq4_xs_x16(const BlockIQ4_XSx16& src, BlockIQ4_XS* dst);
+void arrange_q3_k_x16(const BlockQ3_K* src, BlockQ3_Kx16* dst);
+void unarrange_q3_k_x16(const BlockQ3_Kx16& src, BlockQ3_K* dst);
 void arrange_q8_k_x16a(const BlockQ8_K* src, BlockQ8_Kx16A* dst);
 
 // A group layout from floats: the file block type's quantizer `quantize` on 16 blocks at

@@ -22,10 +22,13 @@
 namespace strata::kernels {
 
 DType repacked_weight_type(DType type, int64_t cols) {
-  if (type == DType::Q6_K || type == DType::Q4_K || type == DType::Q5_K) {
+  if (type == DType::Q6_K || type == DType::Q4_K || type == DType::Q5_K || type == DType::IQ4_XS ||
+      type == DType::Q3_K) {
     const bool ok = cols > 0 && cols % kQK_K == 0 && cpu_kernel_isa() >= KernelIsa::avx2;
     if (!ok) return type;
     if (type == DType::Q6_K) return DType::Q6_K_X16;
+    if (type == DType::IQ4_XS) return DType::IQ4_XS_X16;
+    if (type == DType::Q3_K) return DType::Q3_K_X16;
     return type == DType::Q4_K ? DType::Q4_K_X16 : DType::Q5_K_X16;
   }
   if (cols <= 0 || cols % kQKX16 != 0 || cpu_kernel_isa() < KernelIsa::avx2) return type;
@@ -68,6 +71,12 @@ void repack_weight_rows(DType from, DType to, void* data, int64_t rows, int64_t 
   } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q5_K &&
              to == DType::Q5_K_X16) {
     repack_groups<BlockQ5_K, BlockQ5_Kx16, arrange_q5_k_x16, 1>(data, rows * (cols / kQK_K));
+  } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::IQ4_XS &&
+             to == DType::IQ4_XS_X16) {
+    repack_groups<BlockIQ4_XS, BlockIQ4_XSx16, arrange_iq4_xs_x16, 1>(data, rows * (cols / kQK_K));
+  } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q3_K &&
+             to == DType::Q3_K_X16) {
+    repack_groups<BlockQ3_K, BlockQ3_Kx16, arrange_q3_k_x16, 1>(data, rows * (cols / kQK_K));
   } else {
     throw Error("kernels: cannot repack " + std::string(dtype_name(from)) + " rows of " +
                 std::to_string(cols) + " elements as " + std::string(dtype_name(to)));

@@ -53,6 +53,16 @@ void q5_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
 float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q4_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// IQ4_XS_X16 weights against Q8_K_X16A activations (kquant_iq4_x16_avx2.cpp); bit-identical to
+// ref::iq4_xs_x16_vec_dot.
+float iq4_xs_x16_vec_dot(int64_t n, const void* w, const void* a);
+void iq4_xs_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                     int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// Q3_K_X16 weights against Q8_K_X16A activations (kquant_q3_x16_avx2.cpp); bit-identical to
+// ref::q3_k_x16_vec_dot.
+float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q3_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);

@@ -60,6 +60,14 @@ float q4_k_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q5_k_x16_to_float(const void* src, float* dst, int64_t n);
 void q5_k_x16_from_float(const float* src, void* dst, int64_t n);
 float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+// IQ4_XS_X16 weights (kquant_x16_ref.cpp) take Q8_K_X16A activations too.
+void iq4_xs_x16_to_float(const void* src, float* dst, int64_t n);
+void iq4_xs_x16_from_float(const float* src, void* dst, int64_t n);
+float iq4_xs_x16_vec_dot(int64_t n, const void* w, const void* a);
+// Q3_K_X16 weights (kquant_x16_ref.cpp) take Q8_K_X16A activations too.
+void q3_k_x16_to_float(const void* src, float* dst, int64_t n);
+void q3_k_x16_from_float(const float* src, void* dst, int64_t n);
+float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q8_k_x16a_to_float(const void* src, float* dst, int64_t n);
 void q8_k_x16a_from_float(const float* src, void* dst, int64_t n);
 

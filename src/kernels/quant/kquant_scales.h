@@ -65,10 +65,11 @@ inline __m128i unpack_q3_k_scales(const uint8_t* packed) {
   return _mm_sub_epi8(biased, _mm_set1_epi8(32));
 }
 
-// The 8 6-bit scales of an IQ4_XS block minus their bias 32, as int16. Scale j is nibble j
-// of scales_l (low nibble first) with bits 2j, 2j + 1 of scales_h on top; both are spread
-// to one byte per scale in a 64-bit register (no store-to-load round trip through memory).
-inline __m128i unpack_iq4_xs_scales(uint16_t scales_h, const uint8_t* scales_l) {
+// The 8 6-bit scales of an IQ4_XS block (0..63, still biased by 32), one byte each in the
+// low 8 bytes. Scale j is nibble j of scales_l (low nibble first) with bits 2j, 2j + 1 of
+// scales_h on top; both are spread to one byte per scale in a 64-bit register (no
+// store-to-load round trip through memory).
+inline __m128i iq4_xs_scale_bytes(uint16_t scales_h, const uint8_t* scales_l) {
   uint32_t l32;
   std::memcpy(&l32, scales_l, 4);
   uint64_t lo = l32;
@@ -79,8 +80,13 @@ inline __m128i unpack_iq4_xs_scales(uint16_t scales_h, const uint8_t* scales_l) 
   hi = (hi | (hi << 24)) & 0x000000ff000000ffull;
   hi = (hi | (hi << 12)) & 0x000f000f000f000full;
   hi = (hi | (hi << 6)) & 0x0303030303030303ull;
-  const __m128i bytes = _mm_cvtsi64_si128(static_cast<long long>(lo | (hi << 4)));
-  return _mm_sub_epi16(_mm_cvtepu8_epi16(bytes), _mm_set1_epi16(32));
+  return _mm_cvtsi64_si128(static_cast<long long>(lo | (hi << 4)));
+}
+
+// The 8 6-bit scales of an IQ4_XS block minus their bias 32, as int16.
+inline __m128i unpack_iq4_xs_scales(uint16_t scales_h, const uint8_t* scales_l) {
+  return _mm_sub_epi16(_mm_cvtepu8_epi16(iq4_xs_scale_bytes(scales_h, scales_l)),
+                       _mm_set1_epi16(32));
 }
 
 }  // namespace

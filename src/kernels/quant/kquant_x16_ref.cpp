@@ -1,5 +1,6 @@
-// Q4_K_X16 and Q5_K_X16 (blocks.h): the byte moves between Q4_K/Q5_K and their repacked
-// layouts, and the scalar reference kernels that model kquant_q{4,5}_x16_{avx512,avx2}.cpp.
+// Q4_K_X16, Q5_K_X16, IQ4_XS_X16 and Q3_K_X16 (blocks.h): the byte moves between
+// Q4_K/Q5_K/IQ4_XS/Q3_K and their repacked layouts, and the scalar reference kernels that
+// model kquant_q{3,4,5}_x16_{avx512,avx2}.cpp and kquant_iq4_x16_{avx512,avx2}.cpp.
 //
 // ref::q4_k_x16_vec_dot is an exact model of those kernels, not a double-precision
 // yardstick like ref::q4_k_vec_dot: lane j (16 elements, half j % 2 of Q4_K sub-block
@@ -33,6 +34,11 @@ NibblePlace q4_k_place(int e) {
 NibblePlace q4_k_x16_place(int e) {
   const int j = e / 16, k = (e % 16) / 4, i = e % 4;
   return {64 * (k % 2) + 4 * j + i, 4 * (k / 2)};
+}
+
+// IQ4_XS: sub-block e / 32's low nibbles (qs[16 * (e / 32) ..]) are its first 16 elements.
+NibblePlace iq4_xs_place(int e) {
+  return {16 * (e / 32) + e % 16, 4 * ((e % 32) / 16)};
 }
 
 void move_nibbles(const uint8_t* qs, NibblePlace (*from)(int), uint8_t* out,
@@ -97,6 +103,52 @@ void unarrange_q5_k_x16(const BlockQ5_Kx16& src, BlockQ5_K* dst) {
   std::memcpy(dst->scales, src.scales, sizeof(dst->scales));
   dst->d = src.d;
   dst->dmin = src.dmin;
+}
+
+void arrange_iq4_xs_x16(const BlockIQ4_XS* src, BlockIQ4_XSx16* dst) {
+  move_nibbles(src->qs, iq4_xs_place, dst->qs, q4_k_x16_place);
+  std::memcpy(dst->scales_l, src->scales_l, sizeof(dst->scales_l));
+  dst->d = src->d;
+  dst->scales_h = src->scales_h;
+}
+
+void unarrange_iq4_xs_x16(const BlockIQ4_XSx16& src, BlockIQ4_XS* dst) {
+  move_nibbles(src.qs, q4_k_x16_place, dst->qs, iq4_xs_place);
+  std::memcpy(dst->scales_l, src.scales_l, sizeof(dst->scales_l));
+  dst->d = src.d;
+  dst->scales_h = src.scales_h;
+}
+
+// Q3_K: the low 2 bits of element e = 128h + 32c + l are bits 2c, 2c + 1 of qs[32h + l],
+// its bit 2 is bit e / 32 of hmask[e % 32]. Q3_K_X16 (e = 16j + 4k + i, n = 4j + i): bits
+// 2k, 2k + 1 of qs[n] and bit n % 8 of hmask[8k + n / 8].
+void arrange_q3_k_x16(const BlockQ3_K* src, BlockQ3_Kx16* dst) {
+  std::memset(dst->qs, 0, sizeof(dst->qs));
+  std::memset(dst->hmask, 0, sizeof(dst->hmask));
+  for (int e = 0; e < kQK_K; ++e) {
+    const int low = (src->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+    const int high = (src->hmask[e % 32] >> (e / 32)) & 1;
+    const int k = (e % 16) / 4, n = 4 * (e / 16) + e % 4;
+    dst->qs[n] = static_cast<uint8_t>(dst->qs[n] | low << (2 * k));
+    dst->hmask[8 * k + n / 8] = static_cast<uint8_t>(dst->hmask[8 * k + n / 8] | high << (n % 8));
+  }
+  std::memcpy(dst->scales, src->scales, sizeof(dst->scales));
+  dst->d = src->d;
+}
+
+void unarrange_q3_k_x16(const BlockQ3_Kx16& src, BlockQ3_K* dst) {
+  std::memset(dst->qs, 0, sizeof(dst->qs));
+  std::memset(dst->hmask, 0, sizeof(dst->hmask));
+  for (int e = 0; e < kQK_K; ++e) {
+    const int k = (e % 16) / 4, n = 4 * (e / 16) + e % 4;
+    const int low = (src.qs[n] >> (2 * k)) & 3;
+    const int high = (src.hmask[8 * k + n / 8] >> (n % 8)) & 1;
+    uint8_t& q = dst->qs[32 * (e / 128) + e % 32];
+    q = static_cast<uint8_t>(q | low << (2 * ((e % 128) / 32)));
+    dst->hmask[e % 32] = static_cast<uint8_t>(dst->hmask[e % 32] | high << (e / 32));
+  }
+  std::memcpy(dst->scales, src.scales, sizeof(dst->scales));
+  dst->d = src.d;
 }
 
 namespace ref {
@@ -175,6 +227,93 @@ float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
       }
       acc[j] = std::fma(scale, static_cast<float>(lane * sc), acc[j]);
       acc[j] = std::fma(min_scale, static_cast<float>(ab[b].bias[j] * m), acc[j]);
+    }
+  }
+  for (int width = kQK_K / 32; width >= 1; width /= 2) {
+    for (int i = 0; i < width; ++i) acc[i] += acc[i + width];
+  }
+  return acc[0];
+}
+
+void iq4_xs_x16_to_float(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockIQ4_XSx16*>(src);
+  BlockIQ4_XS block;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    unarrange_iq4_xs_x16(blocks[b], &block);
+    iq4_xs_to_float(&block, dst + b * kQK_K, kQK_K);
+  }
+}
+
+void iq4_xs_x16_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockIQ4_XS, BlockIQ4_XSx16, iq4_xs_from_float, arrange_iq4_xs_x16, kQK_K>(src,
+                                                                                            dst, n);
+}
+
+// The exact model of kquant_iq4_x16_{avx512,avx2}.cpp: lane j sums its 16 products of grid
+// values by activations exactly (|sum| <= 16 x 127 x 127 = 258064) and is multiplied by the
+// signed scale ls[j / 2] - 32 (|product| <= 2^23, so its float conversion is exact); then
+// acc[j] = fma(d * d_a, float(scaled), acc[j]) over the blocks and the lane tree of
+// q6_k_x16_vec_dot.
+float iq4_xs_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  const auto* wb = static_cast<const BlockIQ4_XSx16*>(w);
+  const auto* ab = static_cast<const BlockQ8_Kx16A*>(a);
+  float acc[kQK_K / 16] = {};
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float scale = fp16_to_fp32(wb[b].d) * ab[b].d;
+    for (int j = 0; j < kQK_K / 16; ++j) {
+      const int sc = iq4_xs_scale(wb[b].scales_h, wb[b].scales_l, j / 2) - 32;
+      int32_t lane = 0;
+      for (int k = 0; k < 4; ++k) {
+        for (int i = 0; i < 4; ++i) {
+          const int q = (wb[b].qs[64 * (k % 2) + 4 * j + i] >> (4 * (k / 2))) & 15;
+          lane += kIQ4NLValues[q] * ab[b].qs[64 * k + 4 * j + i];
+        }
+      }
+      acc[j] = std::fma(scale, static_cast<float>(lane * sc), acc[j]);
+    }
+  }
+  for (int width = kQK_K / 32; width >= 1; width /= 2) {
+    for (int i = 0; i < width; ++i) acc[i] += acc[i + width];
+  }
+  return acc[0];
+}
+
+void q3_k_x16_to_float(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ3_Kx16*>(src);
+  BlockQ3_K block;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    unarrange_q3_k_x16(blocks[b], &block);
+    q3_k_to_float(&block, dst + b * kQK_K, kQK_K);
+  }
+}
+
+void q3_k_x16_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ3_K, BlockQ3_Kx16, q3_k_from_float, arrange_q3_k_x16, kQK_K>(src, dst, n);
+}
+
+// The exact model of kquant_q3_x16_{avx512,avx2}.cpp: lane j (sub-block j) sums its 16
+// products of quants in [-4, 3] by activations exactly (the kernels' biased sum plus
+// bias[j] / 8 is the same integer) and is multiplied by the signed scale sc[j] - 32
+// (|product| <= 16 x 4 x 127 x 32 < 2^24, exact in float); then acc[j] = fma(d * d_a,
+// float(scaled), acc[j]) over the blocks and the lane tree of q6_k_x16_vec_dot.
+float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  const auto* wb = static_cast<const BlockQ3_Kx16*>(w);
+  const auto* ab = static_cast<const BlockQ8_Kx16A*>(a);
+  float acc[kQK_K / 16] = {};
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float scale = fp16_to_fp32(wb[b].d) * ab[b].d;
+    for (int j = 0; j < kQK_K / 16; ++j) {
+      const int sc = q3_k_scale(wb[b].scales, j) - 32;
+      int32_t lane = 0;
+      for (int k = 0; k < 4; ++k) {
+        for (int i = 0; i < 4; ++i) {
+          const int nn = 4 * j + i;
+          const int q = ((wb[b].qs[nn] >> (2 * k)) & 3) +
+                        4 * ((wb[b].hmask[8 * k + nn / 8] >> (nn % 8)) & 1) - 4;
+          lane += q * ab[b].qs[64 * k + 4 * j + i];
+        }
+      }
+      acc[j] = std::fma(scale, static_cast<float>(lane * sc), acc[j]);
     }
   }
   for (int width = kQK_K / 32; width >= 1; width /= 2) {

@@ -16,7 +16,7 @@
 namespace strata::kernels {
 namespace {
 
-constexpr size_t kMaxTypeId = 71;  // GGUF ids are small; the internal layouts are 64-70
+constexpr size_t kMaxTypeId = 73;  // GGUF ids are small; the internal layouts are 64-72
 using Table = std::array<TypeTraits, kMaxTypeId>;
 
 size_t index_of(DType t) {
@@ -74,6 +74,8 @@ Table build_reference() {
   check_block_size(DType::Q8_K_X16A, sizeof(BlockQ8_Kx16A), kQK_K);
   check_block_size(DType::Q4_K_X16, sizeof(BlockQ4_Kx16), kQK_K);
   check_block_size(DType::Q5_K_X16, sizeof(BlockQ5_Kx16), kQK_K);
+  check_block_size(DType::IQ4_XS_X16, sizeof(BlockIQ4_XSx16), kQK_K);
+  check_block_size(DType::Q3_K_X16, sizeof(BlockQ3_Kx16), kQK_K);
   Table t{};
   add(t, {DType::F32, ref::f32_to_float, ref::f32_from_float, DType::F32, ref::f32_vec_dot,
           gemm_by_vec_dot<ref::f32_vec_dot>});
@@ -118,6 +120,10 @@ Table build_reference() {
           ref::q4_k_x16_vec_dot, gemm_by_vec_dot<ref::q4_k_x16_vec_dot>});
   add(t, {DType::Q5_K_X16, ref::q5_k_x16_to_float, ref::q5_k_x16_from_float, DType::Q8_K_X16A,
           ref::q5_k_x16_vec_dot, gemm_by_vec_dot<ref::q5_k_x16_vec_dot>});
+  add(t, {DType::IQ4_XS_X16, ref::iq4_xs_x16_to_float, ref::iq4_xs_x16_from_float, DType::Q8_K_X16A,
+          ref::iq4_xs_x16_vec_dot, gemm_by_vec_dot<ref::iq4_xs_x16_vec_dot>});
+  add(t, {DType::Q3_K_X16, ref::q3_k_x16_to_float, ref::q3_k_x16_from_float, DType::Q8_K_X16A,
+          ref::q3_k_x16_vec_dot, gemm_by_vec_dot<ref::q3_k_x16_vec_dot>});
   add(t, {DType::Q8_K_X16A, ref::q8_k_x16a_to_float, ref::q8_k_x16a_from_float, DType::Q8_K_X16A,
           nullptr, nullptr});
   return t;
@@ -175,6 +181,8 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q6_K_X16)].gemm = avx2::q6_k_x16_gemm;
   set_kernels(DType::Q4_K_X16, avx2::q4_k_x16_vec_dot, avx2::q4_k_x16_gemm);
   set_kernels(DType::Q5_K_X16, avx2::q5_k_x16_vec_dot, avx2::q5_k_x16_gemm);
+  set_kernels(DType::IQ4_XS_X16, avx2::iq4_xs_x16_vec_dot, avx2::iq4_xs_x16_gemm);
+  set_kernels(DType::Q3_K_X16, avx2::q3_k_x16_vec_dot, avx2::q3_k_x16_gemm);
   if (isa < KernelIsa::avx512_vnni) return t;
   t[index_of(DType::Q8_0_X16A)].from_float = avx512::q8_0_x16a_from_float;
   t[index_of(DType::F32)].vec_dot = avx512::f32_vec_dot;
@@ -199,6 +207,8 @@ Table build_fast(KernelIsa isa) {
   t[index_of(DType::Q6_K_X16)].gemm = avx512::q6_k_x16_gemm;
   set_kernels(DType::Q4_K_X16, avx512::q4_k_x16_vec_dot, avx512::q4_k_x16_gemm);
   set_kernels(DType::Q5_K_X16, avx512::q5_k_x16_vec_dot, avx512::q5_k_x16_gemm);
+  set_kernels(DType::IQ4_XS_X16, avx512::iq4_xs_x16_vec_dot, avx512::iq4_xs_x16_gemm);
+  set_kernels(DType::Q3_K_X16, avx512::q3_k_x16_vec_dot, avx512::q3_k_x16_gemm);
   set_kernels(DType::Q4_1, avx512::q4_1_vec_dot, avx512::q4_1_gemm);
   set_kernels(DType::Q5_0, avx512::q5_0_vec_dot, avx512::q5_0_gemm);
   set_kernels(DType::Q5_1, avx512::q5_1_vec_dot, avx512::q5_1_gemm);
