@@ -134,7 +134,8 @@ TEST(WeightedQuant, HostileInputs) {
 
 // The encoders reusing the plain fits (weighted_kquant.cpp), per type: unit importance
 // reproduces the plain quantizer's error, skewed importance lowers the weighted error on
-// every seed, not only on the pooled rows above.
+// every seed, not only on the pooled rows above (measured 0.38-0.74 of the plain
+// quantizer's weighted error; 0.85 leaves margin).
 TEST(WeightedQuant, ReusedFitsPerSeed) {
   const int64_t rows = 16, cols = 512;
   std::vector<float> skew(static_cast<size_t>(cols));
@@ -155,7 +156,7 @@ TEST(WeightedQuant, ReusedFitsPerSeed) {
           encode_rows_searched(x.data(), rows, cols, t, skew.data(), OutlierPolicy::clip);
       const double e_w = weighted_sq_error(x.data(), w.data(), rows, cols, t, skew.data());
       const double e_p = weighted_sq_error(x.data(), base.data(), rows, cols, t, skew.data());
-      EXPECT_LT(e_w, 0.97 * e_p) << e_w << " vs " << e_p;
+      EXPECT_LT(e_w, 0.85 * e_p) << e_w << " vs " << e_p;
     }
   }
 }
