@@ -1,10 +1,11 @@
-// The importance-weighted K-quant encoders of weighted_quant.h: Q4_K and Q5_K (affine
-// sub-blocks of 32) and Q6_K (symmetric sub-blocks of 16). Each follows the plain
-// quantizer of kernels/quant (kquant_quantize.cpp, kquant_ext_quantize.cpp) with the
-// column importance multiplied into its fit weights: Q4_K/Q5_K's (rms + |x|) of
-// fit_affine, Q6_K's x^2 of fit_symmetric. Per 256-element super-block the result is
-// kept only when its importance-weighted error is below the plain quantizer's, so the
-// search never loses to it on that error.
+// The importance-weighted block encoders of weighted_quant.h that reuse the plain
+// quantizers' fits: Q4_K and Q5_K (affine sub-blocks of 32), Q6_K (symmetric sub-blocks of
+// 16), Q2_K (affine, 16), Q3_K (symmetric, 16), IQ4_XS (codebook, 32) and IQ4_NL (one
+// codebook block of 32). Each follows the plain quantizer of kernels/quant with the column
+// importance multiplied into its fit weights: (rms + |x|) for the affine fits, x^2 for
+// the symmetric ones, x^2 + mean square for the IQ4 codebook. Per block (256 elements,
+// 32 for IQ4_NL) the result is kept only when its importance-weighted error is below the
+// plain quantizer's, so the search never loses to it on that error.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -126,60 +127,101 @@ void q6_k_block(const float* x, const float* imp, kernels::BlockQ6_K& b) {
   }
 }
 
-double block_error(const float* x, const float* imp, const uint8_t* enc, DType t) {
+double block_error(const float* x, const float* imp, const uint8_t* enc, DType t, int n) {
   float y[kQK_K];
-  kernels::reference_type_traits(t).to_float(enc, y, kQK_K);
+  kernels::reference_type_traits(t).to_float(enc, y, n);
   double e = 0;
-  for (int i = 0; i < kQK_K; ++i) {
+  for (int i = 0; i < n; ++i) {
     const double d = static_cast<double>(x[i]) - y[i];
     e += imp[i] * d * d;
   }
   return e;
 }
 
+// Writes one weighted block of type t to out (sizeof the block bytes).
+template <typename Block, typename F>
+void emit(F&& encode, uint8_t* out) {
+  Block b;
+  encode(b);
+  std::memcpy(out, &b, sizeof b);
+}
+
+void weighted_block(const float* x, const float* imp, DType t, uint8_t* out) {
+  namespace ref = kernels::ref;
+  switch (t) {
+    case DType::Q4_K:
+      return emit<kernels::BlockQ4_K>([&](auto& b) { q4_k_block(x, imp, b); }, out);
+    case DType::Q5_K:
+      return emit<kernels::BlockQ5_K>([&](auto& b) { q5_k_block(x, imp, b); }, out);
+    case DType::Q6_K:
+      return emit<kernels::BlockQ6_K>([&](auto& b) { q6_k_block(x, imp, b); }, out);
+    case DType::Q2_K:
+      return emit<kernels::BlockQ2_K>([&](auto& b) { ref::quantize_q2_k_block(x, imp, b); }, out);
+    case DType::Q3_K:
+      return emit<kernels::BlockQ3_K>([&](auto& b) { ref::quantize_q3_k_block(x, imp, b); }, out);
+    case DType::IQ4_XS:
+      return emit<kernels::BlockIQ4_XS>([&](auto& b) { ref::quantize_iq4_xs_block(x, imp, b); },
+                                        out);
+    case DType::IQ4_NL:
+      return emit<kernels::BlockIQ4_NL>([&](auto& b) { ref::quantize_iq4_nl_block(x, imp, b); },
+                                        out);
+    default:
+      throw Error("no weighted K-quant search for " + std::string(dtype_name(t)));
+  }
+}
+
+constexpr size_t kMaxBlockBytes =
+    std::max({sizeof(kernels::BlockQ4_K), sizeof(kernels::BlockQ5_K), sizeof(kernels::BlockQ6_K),
+              sizeof(kernels::BlockQ2_K), sizeof(kernels::BlockQ3_K), sizeof(kernels::BlockIQ4_XS),
+              sizeof(kernels::BlockIQ4_NL)});
+
 }  // namespace
 
 bool is_weighted_kquant(DType type) {
-  return type == DType::Q4_K || type == DType::Q5_K || type == DType::Q6_K;
+  switch (type) {
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_XS:
+    case DType::IQ4_NL:
+      return true;
+    default:
+      return false;
+  }
 }
 
 void encode_kquant_rows_weighted(const float* src, int64_t rows, int64_t cols, DType type,
                                  const float* importance, uint8_t* dst) {
   if (!is_weighted_kquant(type))
     throw Error("no weighted K-quant search for " + std::string(dtype_name(type)));
-  if (cols <= 0 || cols % kQK_K != 0)
+  const auto info = dtype_info(type);
+  const int n = static_cast<int>(info.block_size);  // 256, or 32 for IQ4_NL
+  if (cols <= 0 || cols % n != 0)
     throw Error("encode_rows_searched: row length " + std::to_string(cols) +
-                " is not a multiple of 256");
-  const size_t bs = dtype_info(type).type_size;
-  const int64_t nb = cols / kQK_K;
+                " is not a multiple of " + std::to_string(n));
+  const size_t bs = info.type_size;
+  const int64_t nb = cols / n;
   const auto& plain = kernels::reference_type_traits(type);
-  std::vector<float> ones(kQK_K, 1.0f);
-  uint8_t mine[sizeof(kernels::BlockQ6_K) > sizeof(kernels::BlockQ5_K)
-                   ? sizeof(kernels::BlockQ6_K)
-                   : sizeof(kernels::BlockQ5_K)];
+  float imp_block[kQK_K];
+  uint8_t mine[kMaxBlockBytes];
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < nb; ++b) {
-      const float* x = src + r * cols + b * kQK_K;
-      const float* imp = importance ? importance + b * kQK_K : ones.data();
+      const float* x = src + r * cols + b * n;
+      // Hostile or dead importance (negative, NaN, Inf) counts as 0; a block with no
+      // usable importance left falls back to plain MSE.
       double sw = 0;
-      for (int i = 0; i < kQK_K; ++i) sw += imp[i];
-      if (!(sw > 0)) imp = ones.data();
-      uint8_t* out = dst + static_cast<size_t>(r * nb + b) * bs;
-      plain.from_float(x, out, kQK_K);
-      if (type == DType::Q4_K) {
-        kernels::BlockQ4_K k;
-        q4_k_block(x, imp, k);
-        std::memcpy(mine, &k, sizeof k);
-      } else if (type == DType::Q5_K) {
-        kernels::BlockQ5_K k;
-        q5_k_block(x, imp, k);
-        std::memcpy(mine, &k, sizeof k);
-      } else {
-        kernels::BlockQ6_K k;
-        q6_k_block(x, imp, k);
-        std::memcpy(mine, &k, sizeof k);
+      for (int i = 0; i < n; ++i) {
+        const float v = importance ? importance[b * n + i] : 1.0f;
+        imp_block[i] = std::isfinite(v) && v > 0 ? v : 0.0f;
+        sw += imp_block[i];
       }
-      if (block_error(x, imp, mine, type) < block_error(x, imp, out, type))
+      if (!(sw > 0)) std::fill(imp_block, imp_block + n, 1.0f);
+      uint8_t* out = dst + static_cast<size_t>(r * nb + b) * bs;
+      plain.from_float(x, out, n);
+      weighted_block(x, imp_block, type, mine);
+      if (block_error(x, imp_block, mine, type, n) < block_error(x, imp_block, out, type, n))
         std::memcpy(out, mine, bs);
     }
   }

@@ -17,12 +17,12 @@
 // also tries grids that clip the largest element, up to 1.5x finer (a = nmax * (1 +
 // 0.05j), j = 1..10), and takes one when the weighted error says clipping an outlier
 // costs less than coarser steps for every other element. Clip is the default.
-// Q4_K, Q5_K, Q6_K (weighted_kquant.cpp): the plain K-quant fits with the importance
-// multiplied into their weights ((rms + |x|) for Q4_K/Q5_K's affine sub-blocks, x^2 for
-// Q6_K's symmetric ones), kept per super-block only when the weighted error beats the
-// plain quantizer's; the outlier policy does not apply to them. Q2_K, Q3_K and IQ4 have
-// no weighted search: they are encoded by their plain quantizer, whatever the importance
-// (has_weighted_search() says which).
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS and IQ4_NL (weighted_kquant.cpp): the plain
+// quantizers' fits with the importance multiplied into their weights ((rms + |x|) for the
+// affine sub-blocks of Q2_K/Q4_K/Q5_K, x^2 for the symmetric ones of Q3_K/Q6_K, x^2 plus
+// the mean square for the IQ4 codebook), kept per block only when the weighted error
+// beats the plain quantizer's; the outlier policy does not apply to them.
+// has_weighted_search() says which types have a search.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,12 @@ namespace strata {
 
 enum class OutlierPolicy { keep, clip };
 
+// The part in weighted_kquant.cpp (rows a multiple of the type's block: 256, 32 for
+// IQ4_NL; dst holds rows x row bytes).
+bool is_weighted_kquant(DType type);
+void encode_kquant_rows_weighted(const float* src, int64_t rows, int64_t cols, DType type,
+                                 const float* importance, uint8_t* dst);
+
 bool has_weighted_search(DType type);
 
 // Encodes `rows` rows of `cols` values (cols a multiple of 32) to `type` with the search
@@ -44,11 +50,6 @@ std::vector<uint8_t> encode_rows_searched(const float* src, int64_t rows, int64_
 
 // sum over rows and columns of importance[j] * (src - decoded)^2 (importance null = 1),
 // for tests and the quantizer's report.
-// The K-quant part (rows of a multiple of 256; dst holds rows x row bytes).
-bool is_weighted_kquant(DType type);
-void encode_kquant_rows_weighted(const float* src, int64_t rows, int64_t cols, DType type,
-                                 const float* importance, uint8_t* dst);
-
 double weighted_sq_error(const float* src, const uint8_t* encoded, int64_t rows, int64_t cols,
                          DType type, const float* importance);
 

@@ -15,8 +15,9 @@
 namespace strata {
 namespace {
 
-constexpr DType kTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_1,
-                            DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0,   DType::Q4_1,
+                            DType::Q5_1, DType::Q4_K, DType::Q5_K,   DType::Q6_K,
+                            DType::Q2_K, DType::Q3_K, DType::IQ4_XS, DType::IQ4_NL};
 
 std::vector<float> random_rows(int64_t rows, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -78,7 +79,7 @@ TEST(WeightedQuant, DecodesLikeTheFormat) {
     EXPECT_EQ(a, b);
     double err = 0;
     for (int64_t j = 0; j < cols; ++j) err += std::fabs(a[static_cast<size_t>(j)] - x[j]);
-    EXPECT_LT(err / cols, t == DType::Q8_0 ? 0.02 : 0.3) << dtype_name(t);
+    EXPECT_LT(err / cols, t == DType::Q8_0 ? 0.02 : t == DType::Q2_K ? 0.5 : 0.3) << dtype_name(t);
   }
 }
 
@@ -114,7 +115,12 @@ TEST(WeightedQuant, HostileInputs) {
                Error);  // 32 is not a multiple of 256
   EXPECT_THROW(encode_rows_searched(x.data(), 1, 32, DType::Q2_K, nullptr, OutlierPolicy::clip),
                Error);
-  EXPECT_FALSE(has_weighted_search(DType::Q3_K));
+  EXPECT_THROW(encode_rows_searched(x.data(), 1, 48, DType::IQ4_NL, nullptr, OutlierPolicy::clip),
+               Error);
+  EXPECT_THROW(encode_rows_searched(x.data(), 1, 32, DType::F16, nullptr, OutlierPolicy::clip),
+               Error);
+  EXPECT_FALSE(has_weighted_search(DType::F16));
+  EXPECT_TRUE(has_weighted_search(DType::Q3_K));
   EXPECT_TRUE(has_weighted_search(DType::Q6_K));
   EXPECT_TRUE(has_weighted_search(DType::Q5_1));
   // All-zero importance in a block falls back to unit weights, zero rows stay zero.
@@ -124,6 +130,69 @@ TEST(WeightedQuant, HostileInputs) {
   std::vector<float> y(32, 1.0f);
   kernels::reference_type_traits(DType::Q4_0).to_float(e.data(), y.data(), 32);
   for (float v : y) EXPECT_EQ(v, 0.0f);
+}
+
+// The encoders reusing the plain fits (weighted_kquant.cpp), per type: unit importance
+// reproduces the plain quantizer's error, skewed importance lowers the weighted error on
+// every seed, not only on the pooled rows above (measured 0.38-0.74 of the plain
+// quantizer's weighted error; 0.85 leaves margin).
+TEST(WeightedQuant, ReusedFitsPerSeed) {
+  const int64_t rows = 16, cols = 512;
+  std::vector<float> skew(static_cast<size_t>(cols));
+  std::mt19937 rng(5);
+  std::lognormal_distribution<float> ln(0.0f, 2.0f);  // heavy-tailed, as imatrix columns are
+  for (auto& v : skew) v = ln(rng);
+  const std::vector<float> ones(static_cast<size_t>(cols), 1.0f);
+  for (const DType t : {DType::Q2_K, DType::Q3_K, DType::IQ4_XS, DType::IQ4_NL}) {
+    for (uint32_t seed = 20; seed < 24; ++seed) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " seed " + std::to_string(seed));
+      const auto x = random_rows(rows, cols, seed);
+      const auto base = plain(x, rows, cols, t);
+      const auto uni =
+          encode_rows_searched(x.data(), rows, cols, t, ones.data(), OutlierPolicy::clip);
+      EXPECT_LE(weighted_sq_error(x.data(), uni.data(), rows, cols, t, nullptr),
+                weighted_sq_error(x.data(), base.data(), rows, cols, t, nullptr) * (1 + 1e-9));
+      const auto w =
+          encode_rows_searched(x.data(), rows, cols, t, skew.data(), OutlierPolicy::clip);
+      const double e_w = weighted_sq_error(x.data(), w.data(), rows, cols, t, skew.data());
+      const double e_p = weighted_sq_error(x.data(), base.data(), rows, cols, t, skew.data());
+      EXPECT_LT(e_w, 0.85 * e_p) << e_w << " vs " << e_p;
+    }
+  }
+}
+
+TEST(WeightedQuant, HostileValuesDoNotCrash) {
+  // NaN / Inf in the weights or the importance, and all-zero rows: every type's blocks
+  // still decode, all-zero rows decode to zeros, and finite rows stay finite whatever
+  // the importance holds.
+  const int64_t cols = 256;
+  std::vector<float> bad = random_rows(1, cols, 9);
+  bad[3] = std::nanf("");
+  bad[100] = INFINITY;
+  bad[200] = -INFINITY;
+  const std::vector<float> zeros(static_cast<size_t>(cols), 0.0f);
+  const auto good = random_rows(1, cols, 10);
+  std::vector<float> imp = spiky_importance(cols);
+  imp[1] = std::nanf("");
+  imp[2] = INFINITY;
+  imp[40] = -3.0f;
+  std::vector<float> dead(static_cast<size_t>(cols), 0.0f);
+  std::vector<float> y(static_cast<size_t>(cols));
+  for (const DType t : kTypes) {
+    SCOPED_TRACE(std::string(dtype_name(t)));
+    const auto& tr = kernels::reference_type_traits(t);
+    const float* imps[] = {nullptr, imp.data(), dead.data()};
+    for (const float* im : imps) {
+      auto e = encode_rows_searched(bad.data(), 1, cols, t, im, OutlierPolicy::clip);
+      tr.to_float(e.data(), y.data(), cols);  // any values, but no crash
+      e = encode_rows_searched(zeros.data(), 1, cols, t, im, OutlierPolicy::clip);
+      tr.to_float(e.data(), y.data(), cols);
+      for (float v : y) EXPECT_EQ(v, 0.0f);
+      e = encode_rows_searched(good.data(), 1, cols, t, im, OutlierPolicy::clip);
+      tr.to_float(e.data(), y.data(), cols);
+      for (float v : y) EXPECT_TRUE(std::isfinite(v));
+    }
+  }
 }
 
 }  // namespace

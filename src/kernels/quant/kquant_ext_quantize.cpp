@@ -33,12 +33,13 @@ int nearest_iq4_level(float v) {
 }
 
 // Per-element weights: the element's square plus the group's mean square, so large
-// magnitudes are reproduced best but small ones are not ignored.
-void rms_weights(const float* x, int n, float* w) {
+// magnitudes are reproduced best but small ones are not ignored; times importance[i]
+// when given.
+void rms_weights(const float* x, const float* importance, int n, float* w) {
   double sum = 0;
   for (int i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
   const auto floor = static_cast<float>(sum / n);
-  for (int i = 0; i < n; ++i) w[i] = x[i] * x[i] + floor;
+  for (int i = 0; i < n; ++i) w[i] = (x[i] * x[i] + floor) * (importance ? importance[i] : 1.0f);
 }
 
 // Scales quantized against a super-block scale: the largest in magnitude maps to -nmax
@@ -61,7 +62,9 @@ float quantize_signed_scales(const float* scales, int n, int nmax, int* ls) {
   return 1.0f / inv;
 }
 
-void quantize_q2_k_block(const float* x, BlockQ2_K& block) {
+}  // namespace
+
+void quantize_q2_k_block(const float* x, const float* importance, BlockQ2_K& block) {
   double sum_x2 = 0;
   for (int i = 0; i < kQK_K; ++i) sum_x2 += static_cast<double>(x[i]) * x[i];
   const auto rms = static_cast<float>(std::sqrt(sum_x2 / kQK_K));
@@ -69,7 +72,10 @@ void quantize_q2_k_block(const float* x, BlockQ2_K& block) {
   float max_scale = 0, max_min = 0;
   for (int s = 0; s < 16; ++s) {
     float w[16];
-    for (int l = 0; l < 16; ++l) w[l] = rms + std::fabs(x[16 * s + l]);
+    for (int l = 0; l < 16; ++l) {
+      const int i = 16 * s + l;
+      w[l] = (rms + std::fabs(x[i])) * (importance ? importance[i] : 1.0f);
+    }
     fits[s] = fit_affine(x + 16 * s, w, 16, 3);
     max_scale = std::max(max_scale, fits[s].scale);
     max_min = std::max(max_min, fits[s].min);
@@ -94,9 +100,10 @@ void quantize_q2_k_block(const float* x, BlockQ2_K& block) {
   }
 }
 
-void quantize_q3_k_block(const float* x, BlockQ3_K& block) {
+void quantize_q3_k_block(const float* x, const float* importance, BlockQ3_K& block) {
   float scales[16];
-  for (int s = 0; s < 16; ++s) scales[s] = fit_symmetric(x + 16 * s, 16, 4);
+  for (int s = 0; s < 16; ++s)
+    scales[s] = fit_symmetric(x + 16 * s, importance ? importance + 16 * s : nullptr, 16, 4);
   int ls[16];
   block.d = fp32_to_fp16(quantize_signed_scales(scales, 16, 32, ls));
   const float d = fp16_to_fp32(block.d);
@@ -125,6 +132,8 @@ void quantize_q3_k_block(const float* x, BlockQ3_K& block) {
   }
 }
 
+namespace {
+
 void quantize_q5_k_block(const float* x, BlockQ5_K& block) {
   fit_q4_k_super_block(x, 31, block.d, block.dmin, block.scales);
   const float d = fp16_to_fp32(block.d), dmin = fp16_to_fp32(block.dmin);
@@ -146,9 +155,12 @@ void quantize_q5_k_block(const float* x, BlockQ5_K& block) {
   }
 }
 
-void quantize_iq4_xs_block(const float* x, BlockIQ4_XS& block) {
+}  // namespace
+
+void quantize_iq4_xs_block(const float* x, const float* importance, BlockIQ4_XS& block) {
   float scales[8];
-  for (int j = 0; j < 8; ++j) scales[j] = fit_iq4_scale(x + 32 * j, 32);
+  for (int j = 0; j < 8; ++j)
+    scales[j] = fit_iq4_scale(x + 32 * j, importance ? importance + 32 * j : nullptr, 32);
   int ls[8];
   block.d = fp32_to_fp16(quantize_signed_scales(scales, 8, 32, ls));
   const float d = fp16_to_fp32(block.d);
@@ -166,9 +178,19 @@ void quantize_iq4_xs_block(const float* x, BlockIQ4_XS& block) {
   }
 }
 
-}  // namespace
+void quantize_iq4_nl_block(const float* x, const float* importance, BlockIQ4_NL& block) {
+  constexpr int kN = kQK8_0;
+  uint8_t q[kN];
+  block.d = fp32_to_fp16(fit_iq4_scale(x, importance, kN));
+  quantize_iq4_levels(x, kN, fp16_to_fp32(block.d), q);
+  for (int i = 0; i < kN / 2; ++i) block.qs[i] = static_cast<uint8_t>(q[i] | (q[i + kN / 2] << 4));
+}
 
 float fit_iq4_scale(const float* x, int n) {
+  return fit_iq4_scale(x, nullptr, n);
+}
+
+float fit_iq4_scale(const float* x, const float* importance, int n) {
   float amax = 0, max = 0;
   for (int i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -178,7 +200,7 @@ float fit_iq4_scale(const float* x, int n) {
   }
   if (amax < 1e-30f) return 0.0f;
   float w[kQK_K];
-  rms_weights(x, n, w);
+  rms_weights(x, importance, n, w);
   // Candidate grids put the largest element at level -127 + k (k in [-7, 7]) of the
   // codebook; each gets its least-squares scale, and the best fit wins.
   float best = max / static_cast<float>(kIQ4NLValues[0]);
@@ -208,12 +230,12 @@ void quantize_iq4_levels(const float* x, int n, float d, uint8_t* q) {
 
 void q2_k_from_float(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ2_K*>(dst);
-  for (int64_t b = 0; b < n / kQK_K; ++b) quantize_q2_k_block(src + b * kQK_K, blocks[b]);
+  for (int64_t b = 0; b < n / kQK_K; ++b) quantize_q2_k_block(src + b * kQK_K, nullptr, blocks[b]);
 }
 
 void q3_k_from_float(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ3_K*>(dst);
-  for (int64_t b = 0; b < n / kQK_K; ++b) quantize_q3_k_block(src + b * kQK_K, blocks[b]);
+  for (int64_t b = 0; b < n / kQK_K; ++b) quantize_q3_k_block(src + b * kQK_K, nullptr, blocks[b]);
 }
 
 void q5_k_from_float(const float* src, void* dst, int64_t n) {
@@ -223,7 +245,8 @@ void q5_k_from_float(const float* src, void* dst, int64_t n) {
 
 void iq4_xs_from_float(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockIQ4_XS*>(dst);
-  for (int64_t b = 0; b < n / kQK_K; ++b) quantize_iq4_xs_block(src + b * kQK_K, blocks[b]);
+  for (int64_t b = 0; b < n / kQK_K; ++b)
+    quantize_iq4_xs_block(src + b * kQK_K, nullptr, blocks[b]);
 }
 
 }  // namespace strata::kernels::ref

@@ -203,14 +203,8 @@ void iq4_nl_to_float(const void* src, float* dst, int64_t n) {
 
 void iq4_nl_from_float(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockIQ4_NL*>(dst);
-  uint8_t q[kQK8_0];
-  for (int64_t b = 0; b < n / kQK8_0; ++b) {
-    const float* x = src + b * kQK8_0;
-    blocks[b].d = fp32_to_fp16(fit_iq4_scale(x, kQK8_0));
-    quantize_iq4_levels(x, kQK8_0, fp16_to_fp32(blocks[b].d), q);
-    for (int i = 0; i < kHalf; ++i)
-      blocks[b].qs[i] = static_cast<uint8_t>(q[i] | (q[i + kHalf] << 4));
-  }
+  for (int64_t b = 0; b < n / kQK8_0; ++b)
+    quantize_iq4_nl_block(src + b * kQK8_0, nullptr, blocks[b]);
 }
 
 float iq4_nl_vec_dot(int64_t n, const void* w, const void* a) {
