@@ -5,6 +5,7 @@
 # already running at BASE_URL (llama-server, ik_llama.cpp's server) when it is set.
 #   bench/ttft.sh MODEL.gguf ["CHUNK:BUDGET ..."] [THREADS] [OUT_DIR]
 #   BASE_URL=http://127.0.0.1:8080 NAME=llama-server bench/ttft.sh MODEL.gguf
+# CONCURRENT=0 skips the 4 x 8K workload (the single-prompt comparison with peers).
 # Every run uses fresh prompts (a new seed), so no prefix cache can answer them.
 set -euo pipefail
 model=${1:?model}
@@ -37,6 +38,7 @@ run_load() {
   "$bin" bench serve --base-url "$url" --model-path "$model" --dataset random \
       --input-len "$long" --output-len 64 --num-prompts 1 --ignore-eos --seed "$seed" \
       --timeout 1800 --result-json "$out/${tag}_1x${long}.json" > "$out/${tag}_1x${long}.txt"
+  [[ "${CONCURRENT:-1}" == 0 ]] && return 0
   "$bin" bench serve --base-url "$url" --model-path "$model" --dataset random \
       --input-len "$short" --output-len 64 --num-prompts 4 --max-concurrency 4 --ignore-eos \
       --seed $((seed + 1)) --timeout 1800 --result-json "$out/${tag}_4x${short}.json" \
@@ -73,7 +75,10 @@ python3 - "$out" "$long" "$short" "${tags[@]}" <<'PY'
 import json, sys
 out, long_len, short_len, tags = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 def s(tag, load):
-    return json.load(open(f"{out}/{tag}_{load}.json"))["summary"]
+    try:
+        return json.load(open(f"{out}/{tag}_{load}.json"))["summary"]
+    except FileNotFoundError:  # CONCURRENT=0
+        return {}
 def v(x, k, p):
     return x[k][p] if x.get(k) and x[k].get(p) is not None else float("nan")
 print(f"| server | 1 x {long_len}: TTFT s | TPOT ms | 4 x {short_len}: TTFT p50 s | TTFT p99 s | TPOT p50 ms |")
