@@ -100,7 +100,7 @@ std::string_view finish_reason_name(FinishReason reason) {
 
 EngineConfig resolved(EngineConfig c, const Model& model) {
   const int64_t model_ctx = model.config().context_length;
-  c.context_length = c.context_length > 0 ? std::min(c.context_length, model_ctx) : model_ctx;
+  if (c.context_length <= 0) c.context_length = model_ctx;
   // Sparse attention keeps only a window of the streaming heads, so a prompt must be
   // prefilled in chunks that fit the stream pool.
   if (c.head_modes.n_streaming() > 0 && c.scheduler.prefill_chunk <= 0) {

@@ -36,8 +36,10 @@ struct EngineConfig {
   int64_t kv_cache_tokens = 0;  // pool size in tokens; 0 = from kv_cache_mem or a default
   uint64_t kv_cache_mem = 0;    // pool size in bytes (used when kv_cache_tokens is 0)
   int32_t block_size = 16;
-  int64_t context_length =
-      0;  // per-request context limit; 0 or more than the model's = the model's
+  // Per-request context limit; 0 = the model's trained length. A larger value is kept
+  // (as llama.cpp's -c): positions past the trained length run, with whatever quality
+  // the model's RoPE gives there (`strata serve` warns).
+  int64_t context_length = 0;
   DType kv_type = DType::F32;
   bool prefix_cache = true;
   SchedulerConfig scheduler;

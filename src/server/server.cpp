@@ -55,6 +55,14 @@ void Server::load() {
   m->prompts = std::make_unique<PromptBuilder>(tok, tmpl, options_.template_limits);
   EngineConfig config = options_.engine;
   config.eog_tokens = eog_tokens(tok);
+  const int64_t trained_ctx = m->model->config().context_length;
+  if (config.context_length > trained_ctx) {
+    std::fprintf(stderr,
+                 "strata serve: warning: context %lld exceeds the model's trained context %lld; "
+                 "positions past it may lose quality\n",
+                 static_cast<long long>(config.context_length),
+                 static_cast<long long>(trained_ctx));
+  }
   if (options_.head_map.enabled()) {
     config.head_modes = resolve_head_modes(options_.head_map, m->model->config().n_layers,
                                            m->model->config().n_kv_heads);

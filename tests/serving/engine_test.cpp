@@ -225,6 +225,26 @@ TEST(EngineLoop, ConcurrentSubmissionsMatchSequentialResults) {
   EXPECT_EQ(loop.metrics().kv.used, 0);
 }
 
+TEST(EngineCore, ContextLongerThanTheModelsTrainedOneIsKept) {
+  // As llama.cpp's -c: an explicit context past the trained length is honoured (strata
+  // serve warns), not clipped to it; 0 means the model's own.
+  auto model = Model::load(testing::aidreams_gguf());
+  ThreadPool pool(1);
+  const int64_t trained = model->config().context_length;
+  EngineConfig c = roomy();
+  c.kv_cache_tokens = 2 * (trained + 64);
+  EXPECT_EQ(EngineCore(*model, pool, c).context_length(), trained);
+  c.context_length = trained + 64;
+  EngineCore engine(*model, pool, c);
+  EXPECT_EQ(engine.context_length(), trained + 64);
+  // A prompt past the trained length runs to its length limit.
+  const auto run =
+      generate(engine, nullptr, {{"long", prompt_of(static_cast<int>(trained) + 8), greedy(4)}})[0];
+  EXPECT_EQ(run.tokens.size(), 4u);
+  EXPECT_EQ(run.finish, FinishReason::kLength);
+  testing::expect_no_leaks(engine);
+}
+
 TEST(EngineLoop, AbortFromAnotherThreadEndsTheRequest) {
   auto model = Model::load(testing::aidreams_gguf());
   ThreadPool pool(1);
