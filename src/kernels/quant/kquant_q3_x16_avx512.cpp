@@ -9,147 +9,43 @@
 // and one fma, lane by lane. No horizontal sum per block, unlike the file layout's kernel
 // (kquant_ext_avx512.cpp). Every integer step is exact and the float steps are
 // ref::q3_k_x16_vec_dot's, so each output is bit-identical to it, whatever the tile, batch
-// or thread split. A GEMM's full 4-token tiles run as register blocks of 2 rows x 4 tokens.
+// or thread split. The row tile and the 2 x 4 GEMM block are kquant_lane_scaled_avx512.h's.
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see interleaved_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "core/prefetch.h"
-#include "kernels/quant/avx512_util.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
+#include "kernels/quant/kquant_lane_scaled_avx512.h"
 #include "kernels/quant/kquant_scales.h"
 #include "kernels/quant/token_tiles.h"
 
 namespace strata::kernels::avx512 {
 namespace {
 
-// Lane j's scale sc[j] - 32, as int32.
-inline __m512i lane_scales(const BlockQ3_Kx16& wb) {
-  return _mm512_cvtepi8_epi32(unpack_q3_k_scales(wb.scales));
-}
-
-// -4 x lane j's activation sum (bias[j] is -32 x it, so the shift is exact).
-inline __m512i lane_starts(const BlockQ8_Kx16A& ab) {
-  return _mm512_srai_epi32(_mm512_loadu_si512(ab.bias), 3);
-}
-
-// Quant vector k + 4 (in [0, 7]) of a block whose low 2 bits are `l`.
-inline __m512i quant_vector(__m512i l, const BlockQ3_Kx16& wb, int k) {
-  uint64_t hm;
-  std::memcpy(&hm, wb.hmask + 8 * k, 8);
-  const __m512i low = _mm512_and_si512(_mm512_srli_epi16(l, 2 * k), _mm512_set1_epi8(3));
-  return _mm512_mask_add_epi8(low, _cvtu64_mask64(hm), low, _mm512_set1_epi8(4));
-}
-
-// One row x T tokens: each super-block's quants and scales are unpacked once for T tokens.
-template <int T, bool kPageKick>
-void gemm_tile(int64_t nb, const BlockQ3_Kx16* w, const uint8_t* a, int64_t a_stride, float* y,
-               int64_t ldy) {
-  __m512 acc[T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ3_Kx16& wb = w[b];
-    if constexpr (kPageKick) prefetch_page_ahead(&wb, sizeof(BlockQ3_Kx16));
-    const __m512i scales = lane_scales(wb);
-    const float dw = _cvtsh_ss(wb.d);
+struct Q3x16 {
+  using Block = BlockQ3_Kx16;
+  // Lane j's scale sc[j] - 32, as int32.
+  static __m512i lane_scales(const Block& wb) {
+    return _mm512_cvtepi8_epi32(unpack_q3_k_scales(wb.scales));
+  }
+  // -4 x lane j's activation sum (bias[j] is -32 x it, so the shift is exact).
+  static __m512i lane_starts(const BlockQ8_Kx16A& ab) {
+    return _mm512_srai_epi32(_mm512_loadu_si512(ab.bias), 3);
+  }
+  // Quant vector k + 4 (in [0, 7]): the low 2 bits from one load of qs, bit 2 from
+  // hmask's 64-bit word k.
+  static __m512i vec(const Block& wb, int k) {
+    uint64_t hm;
+    std::memcpy(&hm, wb.hmask + 8 * k, 8);
     const __m512i l = _mm512_loadu_si512(wb.qs);
-    const __m512i q0 = quant_vector(l, wb, 0), q1 = quant_vector(l, wb, 1);
-    const __m512i q2 = quant_vector(l, wb, 2), q3 = quant_vector(l, wb, 3);
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
-      // Two chains of 2 (integer sums, so the split cannot change the result).
-      __m512i lanes = lane_starts(ab), odd = _mm512_setzero_si512();
-      lanes = _mm512_dpbusd_epi32(lanes, q0, _mm512_loadu_si512(ab.qs));
-      odd = _mm512_dpbusd_epi32(odd, q1, _mm512_loadu_si512(ab.qs + 64));
-      lanes = _mm512_dpbusd_epi32(lanes, q2, _mm512_loadu_si512(ab.qs + 128));
-      odd = _mm512_dpbusd_epi32(odd, q3, _mm512_loadu_si512(ab.qs + 192));
-      const __m512i scaled = _mm512_mullo_epi32(_mm512_add_epi32(lanes, odd), scales);
-      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * ab.d), _mm512_cvtepi32_ps(scaled), acc[t]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) y[t * ldy] = hsum16(acc[t]);
-}
-
-// kRows rows x 4 tokens, as in kquant_iq4_x16_avx512.cpp: the integer and float steps (and
-// their order) are gemm_tile's, so every output is its bits.
-template <int kRows>
-void gemm_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a, int64_t a_stride,
-                float* y, int64_t ldy) {
-  constexpr int T = 4;
-  __m512 acc[kRows][T];
-#pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ8_Kx16A* ab[T];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t)
-      ab[t] = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride) + b;
-    const BlockQ3_Kx16* wb[kRows];
-#pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r)
-      wb[r] = reinterpret_cast<const BlockQ3_Kx16*>(w + r * w_stride) + b;
-    __m512i lanes[kRows][T];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      const __m512i start = lane_starts(*ab[t]);
-#pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) lanes[r][t] = start;
-    }
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      __m512i av[T];
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        av[t] = _mm512_loadu_si512(ab[t]->qs + 64 * k);
-        __asm__("" : "+v"(av[t]));  // see interleaved_avx512.cpp's gemm_block
-      }
-#pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) {
-        const __m512i q = quant_vector(_mm512_loadu_si512(wb[r]->qs), *wb[r], k);
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) lanes[r][t] = _mm512_dpbusd_epi32(lanes[r][t], q, av[t]);
-      }
-    }
-    __m512 ad[T];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) ad[t] = _mm512_set1_ps(ab[t]->d);
-#pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) {
-      const __m512i scales = lane_scales(*wb[r]);
-      const __m512 dw = _mm512_set1_ps(_cvtsh_ss(wb[r]->d));
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const __m512i scaled = _mm512_mullo_epi32(lanes[r][t], scales);
-        acc[r][t] =
-            _mm512_fmadd_ps(_mm512_mul_ps(dw, ad[t]), _mm512_cvtepi32_ps(scaled), acc[r][t]);
-      }
-    }
-  }
-  store_block_sums<kRows, T>(acc, y, ldy);
-}
-
-// The row kernel for gemm_rows_by_token_tiles and gemm_by_row_blocks (token_tiles.h).
-struct Rows {
-  static constexpr int kBlockRows = 2;
-  static void block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
-                    int64_t a_stride, float* y, int64_t ldy) {
-    gemm_block<kBlockRows>(nb, w, w_stride, a, a_stride, y, ldy);
-  }
-  template <int T, bool kPageKick>
-  static void tile(int64_t nb, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
-                   int64_t ldy) {
-    gemm_tile<T, kPageKick>(nb, reinterpret_cast<const BlockQ3_Kx16*>(w), a, a_stride, y, ldy);
+    const __m512i low = _mm512_and_si512(_mm512_srli_epi16(l, 2 * k), _mm512_set1_epi8(3));
+    return _mm512_mask_add_epi8(low, _cvtu64_mask64(hm), low, _mm512_set1_epi8(4));
   }
 };
+using Rows = LaneScaledRows<Q3x16>;
 
 }  // namespace
 

@@ -1,0 +1,138 @@
+// The AVX-512 VNNI row tile and 2 x 4 register block shared by the repacked K-type layouts
+// whose 16-element lanes carry one signed integer scale and no min (Q3_K_X16,
+// IQ4_XS_X16) against Q8_K_X16A activations. A layout supplies W:
+//   using Block;                                          // one super-block of one row
+//   static __m512i lane_scales(const Block&);             // int32 scale per lane
+//   static __m512i lane_starts(const BlockQ8_Kx16A&);     // cancels the quants' offset
+//   static __m512i vec(const Block&, int k);              // quant vector k (unsigned)
+// Per super-block and (row, token): 4 vpdpbusd from the start, one vpmulld by the scales,
+// one convert and one fma by d_w x d_a; every integer step is exact and the float steps
+// follow the layout's scalar model in the same order, so each output is its bits whatever
+// the tile, batch or thread split.
+// Included by kernel files compiled for AVX-512, so it has internal linkage.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "core/prefetch.h"
+#include "kernels/quant/avx512_util.h"
+#include "kernels/quant/blocks.h"
+
+namespace strata::kernels::avx512 {
+namespace {
+
+// One row x T tokens: each super-block's quant vectors and scales are unpacked once for
+// T tokens.
+template <class W, int T, bool kPageKick>
+void lane_scaled_tile(int64_t nb, const typename W::Block* w, const uint8_t* a, int64_t a_stride,
+                      float* y, int64_t ldy) {
+  __m512 acc[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const typename W::Block& wb = w[b];
+    if constexpr (kPageKick) prefetch_page_ahead(&wb, sizeof(wb));
+    const __m512i scales = W::lane_scales(wb);
+    const float dw = _cvtsh_ss(wb.d);
+    const __m512i q0 = W::vec(wb, 0), q1 = W::vec(wb, 1);
+    const __m512i q2 = W::vec(wb, 2), q3 = W::vec(wb, 3);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
+      // Two chains of 2 (integer sums, so the split cannot change the result).
+      __m512i lanes = W::lane_starts(ab), odd = _mm512_setzero_si512();
+      lanes = _mm512_dpbusd_epi32(lanes, q0, _mm512_loadu_si512(ab.qs));
+      odd = _mm512_dpbusd_epi32(odd, q1, _mm512_loadu_si512(ab.qs + 64));
+      lanes = _mm512_dpbusd_epi32(lanes, q2, _mm512_loadu_si512(ab.qs + 128));
+      odd = _mm512_dpbusd_epi32(odd, q3, _mm512_loadu_si512(ab.qs + 192));
+      const __m512i scaled = _mm512_mullo_epi32(_mm512_add_epi32(lanes, odd), scales);
+      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * ab.d), _mm512_cvtepi32_ps(scaled), acc[t]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) y[t * ldy] = hsum16(acc[t]);
+}
+
+// kRows rows x 4 tokens (the prefill GEMM's register block): per super-block and quant
+// vector k, the 4 tokens' activation vectors are loaded once and each row's vector is
+// unpacked once, feeding 4 x kRows independent vpdpbusd chains. The integer and float
+// steps (and their order) are lane_scaled_tile's, so every output is its bits.
+template <class W, int kRows>
+void lane_scaled_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
+                       int64_t a_stride, float* y, int64_t ldy) {
+  using Block = typename W::Block;
+  constexpr int T = 4;
+  __m512 acc[kRows][T];
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ8_Kx16A* ab[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+      ab[t] = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride) + b;
+    const Block* wb[kRows];
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) wb[r] = reinterpret_cast<const Block*>(w + r * w_stride) + b;
+    __m512i lanes[kRows][T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m512i start = W::lane_starts(*ab[t]);
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) lanes[r][t] = start;
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      __m512i av[T];
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        av[t] = _mm512_loadu_si512(ab[t]->qs + 64 * k);
+        __asm__("" : "+v"(av[t]));  // see interleaved_avx512.cpp's gemm_block
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) {
+        const __m512i q = W::vec(*wb[r], k);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) lanes[r][t] = _mm512_dpbusd_epi32(lanes[r][t], q, av[t]);
+      }
+    }
+    __m512 ad[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) ad[t] = _mm512_set1_ps(ab[t]->d);
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      const __m512i scales = W::lane_scales(*wb[r]);
+      const __m512 dw = _mm512_set1_ps(_cvtsh_ss(wb[r]->d));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const __m512i scaled = _mm512_mullo_epi32(lanes[r][t], scales);
+        acc[r][t] =
+            _mm512_fmadd_ps(_mm512_mul_ps(dw, ad[t]), _mm512_cvtepi32_ps(scaled), acc[r][t]);
+      }
+    }
+  }
+  store_block_sums<kRows, T>(acc, y, ldy);
+}
+
+// The row kernel for gemm_by_row_blocks and vec_dot_by_row_tile (token_tiles.h).
+template <class W>
+struct LaneScaledRows {
+  static constexpr int kBlockRows = 2;
+  static void block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
+                    int64_t a_stride, float* y, int64_t ldy) {
+    lane_scaled_block<W, kBlockRows>(nb, w, w_stride, a, a_stride, y, ldy);
+  }
+  template <int T, bool kPageKick>
+  static void tile(int64_t nb, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
+                   int64_t ldy) {
+    lane_scaled_tile<W, T, kPageKick>(nb, reinterpret_cast<const typename W::Block*>(w), a,
+                                      a_stride, y, ldy);
+  }
+};
+
+}  // namespace
+}  // namespace strata::kernels::avx512
