@@ -8,15 +8,54 @@
 namespace strata {
 
 namespace {
+// An idle worker's spin before it sleeps on the condition variable (decode's next job
+// comes within microseconds).
 constexpr int kSpinIterations = 1 << 16;
-// A team barrier waits inside one job, for a thread that is working, not idle: the
-// waits are a few microseconds unless that thread lost its core, and then spinning for
-// long only delays it (1 << 16 spins made 3 threads on 2 cores take 1.2 ms per barrier).
+// The waits for a thread that is working, not idle (team barriers, wait_until_set, the
+// caller's wait at the end of a job): a few microseconds unless that thread lost its
+// core, and then spinning for long only delays it (1 << 16 spins made 3 threads on 2
+// cores take 1.2 ms per barrier); past this the waiter sleeps.
 constexpr int kBarrierSpinIterations = 1 << 11;
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
+}
+
+// Spins while !done(), then sleeps on `word` until done(). Whoever makes done() true
+// must then change `word` and notify it if `sleepers` is not zero (wake_sleepers).
+//
+// No wake-up is lost: the waiter announces itself (sleepers + 1), then reads `word`, then
+// checks done(), then sleeps only while `word` still holds what it read (the futex
+// compares in the kernel). The waker makes done() true, then reads `sleepers`, then
+// changes `word` (unless making done() true changed it: a barrier's count) and notifies. All of
+// these are seq_cst, so they fall in one total order (Dekker's argument; release/acquire alone
+// would let each side miss the other's first store): either the waker's read of `sleepers` comes
+// after the waiter's increment, and it changes `word` and notifies, which ends the sleep or makes
+// it return at once (or the waiter's read of `word` already saw the change, and then done() is
+// true, since the change follows done()'s store); or it comes before, and then done()'s store
+// precedes the waiter's check, which sees it. done() must read with seq_cst.
+template <class Done>
+void spin_then_sleep(std::atomic<uint32_t>& word, std::atomic<int>& sleepers, Done done) {
+  for (int spins = 0; spins < kBarrierSpinIterations; ++spins) {
+    if (done()) return;
+    cpu_relax();
+  }
+  sleepers.fetch_add(1, std::memory_order_seq_cst);
+  for (;;) {
+    const uint32_t seen = word.load(std::memory_order_seq_cst);
+    if (done()) break;
+    word.wait(seen, std::memory_order_seq_cst);
+  }
+  sleepers.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// The waker's side, once done() has been made true (seq_cst): see spin_then_sleep.
+// `bump` is false where making done() true already changed `word`.
+void wake_sleepers(std::atomic<uint32_t>& word, std::atomic<int>& sleepers, bool bump) {
+  if (sleepers.load(std::memory_order_seq_cst) == 0) return;
+  if (bump) word.fetch_add(1, std::memory_order_seq_cst);
+  word.notify_all();
 }
 }  // namespace
 
@@ -59,13 +98,21 @@ void ThreadPool::dispatch(JobFn fn, void* ctx) {
   } catch (...) {
     record_failure();
   }
-  // Spin briefly, then yield: on an oversubscribed machine a worker may need our core.
+  // Spin briefly, then sleep until the last worker wakes us: on an oversubscribed machine
+  // a worker may need our core. (No wake-up is lost, by the argument at spin_then_sleep:
+  // caller_asleep_ is this wait's sleeper count, and the last worker's decrement of
+  // pending_ both makes the wait's condition true and changes the word.)
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
-    if (spins < kSpinIterations) {
+    if (spins < kBarrierSpinIterations) {
       cpu_relax();
-    } else {
-      std::this_thread::yield();
+      continue;
     }
+    caller_asleep_.store(1, std::memory_order_seq_cst);
+    for (int left; (left = pending_.load(std::memory_order_seq_cst)) != 0;)
+      pending_.wait(left, std::memory_order_seq_cst);
+    // A worker that still reads 1 afterwards makes a needless notify call, nothing worse.
+    caller_asleep_.store(0, std::memory_order_relaxed);
+    break;
   }
   if (job_failed_.load(std::memory_order_acquire)) {
     // Every thread has left the job: a barrier it abandoned may hold stale arrivals.
@@ -81,9 +128,18 @@ void ThreadPool::dispatch(JobFn fn, void* ctx) {
 }
 
 void ThreadPool::record_failure() {
-  std::lock_guard<std::mutex> lock(error_mutex_);
-  if (!job_error_) job_error_ = std::current_exception();
-  job_failed_.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (!job_error_) job_error_ = std::current_exception();
+  }
+  // Waiters that gave up spinning sleep until their word changes: bump both words (a
+  // barrier's waiters then see job_failed_ and give up rather than pass). No barrier of
+  // this job can release after this thread has left it, and the next job starts only
+  // after every thread has left this one, so the extra increment misleads nobody.
+  job_failed_.store(true, std::memory_order_seq_cst);
+  barrier_released_.fetch_add(1, std::memory_order_seq_cst);
+  wake_sleepers(barrier_released_, barrier_sleepers_, false);
+  wake_sleepers(flag_epoch_, flag_sleepers_, true);
 }
 
 void ThreadPool::worker_loop(int tid) {
@@ -107,38 +163,42 @@ void ThreadPool::worker_loop(int tid) {
     } catch (...) {
       record_failure();
     }
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    // seq_cst, and the read of caller_asleep_ after it: see dispatch's wait.
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        caller_asleep_.load(std::memory_order_seq_cst) != 0) {
+      pending_.notify_all();
+    }
   }
 }
 
 void ThreadPool::team_barrier() {
   if (n_threads_ == 1) return;
   // Read before arriving: the count cannot move on until this thread has arrived.
-  const uint64_t released = barrier_released_.load(std::memory_order_acquire);
+  const uint32_t released = barrier_released_.load(std::memory_order_acquire);
   if (barrier_arrived_.fetch_add(1, std::memory_order_acq_rel) == n_threads_ - 1) {
     barrier_arrived_.store(0, std::memory_order_relaxed);
-    barrier_released_.fetch_add(1, std::memory_order_release);
+    barrier_released_.fetch_add(1, std::memory_order_seq_cst);
+    wake_sleepers(barrier_released_, barrier_sleepers_, false);
     return;
   }
-  for (int spins = 0; barrier_released_.load(std::memory_order_acquire) == released; ++spins) {
-    check_not_abandoned();
-    if (spins < kBarrierSpinIterations) {
-      cpu_relax();
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  spin_then_sleep(barrier_released_, barrier_sleepers_, [&] {
+    return barrier_released_.load(std::memory_order_seq_cst) != released ||
+           job_failed_.load(std::memory_order_relaxed);
+  });
+  // The count also moves when a thread of the job fails (record_failure).
+  check_not_abandoned();
 }
 
 void ThreadPool::wait_until_set(const std::atomic<bool>& flag) {
-  for (int spins = 0; !flag.load(std::memory_order_acquire); ++spins) {
-    check_not_abandoned();
-    if (spins < kBarrierSpinIterations) {
-      cpu_relax();
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  spin_then_sleep(flag_epoch_, flag_sleepers_, [&] {
+    return flag.load(std::memory_order_seq_cst) || job_failed_.load(std::memory_order_seq_cst);
+  });
+  if (!flag.load(std::memory_order_acquire)) check_not_abandoned();
+}
+
+void ThreadPool::set_flag(std::atomic<bool>& flag) {
+  flag.store(true, std::memory_order_seq_cst);
+  wake_sleepers(flag_epoch_, flag_sleepers_, true);
 }
 
 bool ThreadPool::steal(int tid) {

@@ -4,6 +4,12 @@
 // sleep on a condition variable so an idle engine costs no CPU.
 // run() does not allocate: the job is passed as a type-erased reference.
 //
+// Waits for a thread that is working (the caller's wait for the workers at the end of a
+// job, team_barrier, wait_until_set) spin briefly and then sleep (std::atomic::wait, a
+// futex on Linux) until the thread they wait for wakes them: on an oversubscribed
+// machine a thread that spins or yields keeps the core the awaited thread needs. The
+// releasing side makes the notify call only when a waiter has gone to sleep.
+//
 // A job that throws on any thread does not take the process down: the first exception is
 // kept, threads waiting for the failed one (team_barrier, wait_until_set) give up, and
 // run() rethrows it on the caller once every thread has left the job.
@@ -92,14 +98,18 @@ class ThreadPool {
   // head, then attention), where the threads meet between steps instead of returning to
   // the pool: called from inside a run() job by every thread of the pool, the same
   // number of times. Returns when every thread has reached it; writes made before it on
-  // any thread are visible after it on all. Spins, then yields (the other thread may be
+  // any thread are visible after it on all. Spins, then sleeps (the other thread may be
   // waiting for this core on an oversubscribed machine).
   void team_barrier();
 
-  // Returns once `flag` is set (acquire). Spins, then yields, as team_barrier does: for a
+  // Returns once `flag` is set (acquire). Spins, then sleeps, as team_barrier does: for a
   // thread of a job waiting on another's short step (a decode matmul's input), which may
-  // have lost its core. Called from inside a run() job.
+  // have lost its core. Called from inside a run() job. The flag must be set with
+  // set_flag() (a plain store does not wake a thread that has gone to sleep).
   void wait_until_set(const std::atomic<bool>& flag);
+
+  // Sets `flag` (release, and seq_cst) and wakes the threads asleep in wait_until_set.
+  void set_flag(std::atomic<bool>& flag);
 
   // Physical cores of this machine (falls back to hardware_concurrency).
   static int default_threads();
@@ -137,7 +147,8 @@ class ThreadPool {
   bool steal(int tid);
 
   void worker_loop(int tid);
-  // Keeps the first exception of the current job and tells waiting threads to give up.
+  // Keeps the first exception of the current job and tells waiting threads, asleep or
+  // not, to give up.
   void record_failure();
   // Thrown out of a wait whose awaited thread has failed; never escapes run().
   struct Abandoned {};
@@ -150,7 +161,8 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<int> pending_{0};        // workers still in the current job
+  std::atomic<int> caller_asleep_{0};  // 1 while the caller sleeps on pending_
   std::atomic<bool> stop_{false};
   JobFn job_fn_ = nullptr;
   void* job_ctx_ = nullptr;
@@ -158,9 +170,15 @@ class ThreadPool {
   std::atomic<bool> job_failed_{false};
   std::mutex error_mutex_;
   std::exception_ptr job_error_;  // the current job's first exception
-  // team_barrier(): arrivals at the current barrier, and how many barriers have released.
+  // team_barrier(): arrivals at the current barrier, and how many barriers have released
+  // (32 bits, the futex word size; only compared for equality, so wrapping is harmless;
+  // a failed job bumps it too, to wake its sleepers), with the threads asleep on it.
   alignas(64) std::atomic<int> barrier_arrived_{0};
-  alignas(64) std::atomic<uint64_t> barrier_released_{0};
+  alignas(64) std::atomic<uint32_t> barrier_released_{0};
+  std::atomic<int> barrier_sleepers_{0};
+  // wait_until_set(): a word bumped to wake its sleepers (set_flag, a failure), and them.
+  alignas(64) std::atomic<uint32_t> flag_epoch_{0};
+  std::atomic<int> flag_sleepers_{0};
 };
 
 }  // namespace strata

@@ -202,7 +202,7 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
     if (tid == 0) {
       if (hooks.prepare != nullptr) hooks.prepare(hooks.prepare_ctx);
       convert(0, 1);
-      input_ready.store(true, std::memory_order_release);
+      pool.set_flag(input_ready);
       return;
     }
     prefetch_groups(plans, n_plans, g0, g1, kStartPrefetchBytes, input_ready);
