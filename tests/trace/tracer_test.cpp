@@ -24,6 +24,21 @@ void busy(int n) {
   for (int i = 0; i < n; ++i) x = x + i;
 }
 
+// Back-to-back empty spans (a step's final_norm and lm_head without logit rows) can share
+// one nanosecond timestamp; the checker must read them as siblings, not nest them.
+TEST(TraceCheck, EmptySpansAtOneTimestampAreSiblings) {
+  const std::string text = R"({"traceEvents":[
+    {"name":"forward","ph":"X","ts":10.000,"dur":5.000,"pid":1,"tid":2},
+    {"name":"final_norm","ph":"X","ts":15.000,"dur":0.000,"pid":1,"tid":2},
+    {"name":"lm_head","ph":"X","ts":15.000,"dur":0.000,"pid":1,"tid":2}
+  ],"displayTimeUnit":"ms"})";
+  const auto t = testing::parse_trace_text(text);
+  ASSERT_EQ(t.named("forward").size(), 1u);
+  const int f = t.named("forward")[0];
+  EXPECT_EQ(t.count_children(f, "final_norm"), 1);
+  EXPECT_EQ(t.count_children(f, "lm_head"), 1);
+}
+
 TEST(Tracer, NestedSpansAndInstantsMakeValidTraceEvents) {
   Tracer tracer;
   {
