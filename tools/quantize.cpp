@@ -140,8 +140,9 @@ void run(const Flags& f) {
   Imatrix im;
   CalibWindows windows;
   std::vector<float> ref;
+  std::unique_ptr<Model> model;  // the source model, kept for the sensitivity probes
   if (!f.calib.empty()) {
-    auto model = Model::load(f.in);
+    model = Model::load(f.in);
     windows = calib_windows(*model, f.calib, f.ctx);
     ImatrixCollector collector(*model, im);
     ref = run_windows(*model, windows, threads, &collector);
@@ -174,7 +175,7 @@ void run(const Flags& f) {
           if (want != t.type) cand[t.name] = {want};
         }
       }
-      sens = measure_sensitivity(src, cand, o, windows, ref, threads,
+      sens = measure_sensitivity(*model, src, cand, o, windows, ref, threads,
                                  [](const std::string& n, DType t, double k) {
                                    std::fprintf(stderr, "  %s %s: KLD %.6f\n", n.c_str(),
                                                 std::string(dtype_name(t)).c_str(), k);

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstring>
 #include <exception>
+#include <functional>
 
 #include "convert/imatrix.h"
 #include "core/checked.h"
@@ -209,55 +210,80 @@ std::map<std::string, DType> planned_types(const gguf::GgufFile& in, const Quant
 
 namespace {
 
+size_t encoded_bytes(const gguf::TensorInfo& t, DType type) {
+  const int64_t cols = t.ne[0];
+  const auto rows = static_cast<int64_t>(t.n_elements / static_cast<uint64_t>(cols));
+  const auto& info = dtype_info(type);
+  return static_cast<size_t>(cols / info.block_size) * info.type_size * static_cast<size_t>(rows);
+}
+
+// Writes tensor t of `in` re-encoded as `type` (encoded_bytes of them) to dst: the
+// weighted scale search where options ask for it and the type has one, the type's plain
+// quantizer otherwise. The importance vector is checked before anything is written.
+std::function<void(uint8_t*)> tensor_encoder(const gguf::GgufFile& in, const gguf::TensorInfo& t,
+                                             DType type, const QuantizeOptions& o) {
+  const int64_t cols = t.ne[0];
+  const auto rows = static_cast<int64_t>(t.n_elements / static_cast<uint64_t>(cols));
+  const auto& from = kernels::type_traits(t.type);
+  const size_t src_row_bytes = static_cast<size_t>(t.n_bytes / static_cast<uint64_t>(rows));
+  const uint8_t* data = in.tensor_data(t);
+  if ((o.search || o.imatrix) && has_weighted_search(type)) {
+    std::vector<float> imp;
+    if (o.imatrix) imp = o.imatrix->importance(t.name);
+    if (!imp.empty() && imp.size() != static_cast<size_t>(cols))
+      throw Error("imatrix: " + t.name + " has " + std::to_string(imp.size()) +
+                  " columns, the tensor " + std::to_string(cols));
+    const OutlierPolicy outliers = o.outliers;
+    return [=, &from, imp = std::move(imp)](uint8_t* dst) {
+      std::vector<float> x(static_cast<size_t>(rows * cols));
+      for (int64_t r = 0; r < rows; ++r)
+        from.to_float(data + static_cast<size_t>(r) * src_row_bytes, x.data() + r * cols, cols);
+      const auto bytes = encode_rows_searched(x.data(), rows, cols, type,
+                                              imp.empty() ? nullptr : imp.data(), outliers);
+      std::memcpy(dst, bytes.data(), bytes.size());
+    };
+  }
+  return [=, &from](uint8_t* dst) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    const auto& to = kernels::type_traits(type);
+    const size_t dst_row_bytes =
+        static_cast<size_t>(cols / dtype_info(type).block_size) * dtype_info(type).type_size;
+    for (int64_t r = 0; r < rows; ++r) {
+      from.to_float(data + static_cast<size_t>(r) * src_row_bytes, row.data(), cols);
+      to.from_float(row.data(), dst + static_cast<size_t>(r) * dst_row_bytes, cols);
+    }
+  };
+}
+
 gguf::GgufWriter quantize_writer(const gguf::GgufFile& in, const QuantizeOptions& o) {
   const auto types = planned_types(in, o);
   gguf::GgufWriter w;
   for (const auto& [key, value] : in.metadata()) w.set_value(key, value);
   if (!o.keep_others) w.set_u32("general.file_type", file_type_for(o.scheme.type));
-  const bool search = o.search || o.imatrix;
   for (const auto& t : in.tensors()) {
     const DType type = types.at(t.name);
-    const uint8_t* data = in.tensor_data(t);
     if (type == t.type) {
-      w.add_tensor(t.name, t.type, t.ne, data, static_cast<size_t>(t.n_bytes));
+      w.add_tensor(t.name, t.type, t.ne, in.tensor_data(t), static_cast<size_t>(t.n_bytes));
       continue;
     }
-    const int64_t cols = t.ne[0];
-    const auto rows = static_cast<int64_t>(t.n_elements / static_cast<uint64_t>(cols));
-    const auto& from = kernels::type_traits(t.type);
-    const size_t src_row_bytes = static_cast<size_t>(t.n_bytes / static_cast<uint64_t>(rows));
-    if (search && has_weighted_search(type)) {
-      std::vector<float> imp;
-      if (o.imatrix) imp = o.imatrix->importance(t.name);
-      if (!imp.empty() && imp.size() != static_cast<size_t>(cols))
-        throw Error("imatrix: " + t.name + " has " + std::to_string(imp.size()) +
-                    " columns, the tensor " + std::to_string(cols));
-      const OutlierPolicy outliers = o.outliers;
-      w.add_tensor_lazy(t.name, type, t.ne, [=, &from, imp = std::move(imp)](uint8_t* dst) {
-        std::vector<float> x(static_cast<size_t>(rows * cols));
-        for (int64_t r = 0; r < rows; ++r)
-          from.to_float(data + static_cast<size_t>(r) * src_row_bytes, x.data() + r * cols, cols);
-        const auto bytes = encode_rows_searched(x.data(), rows, cols, type,
-                                                imp.empty() ? nullptr : imp.data(), outliers);
-        std::memcpy(dst, bytes.data(), bytes.size());
-      });
-      continue;
-    }
-    w.add_tensor_lazy(t.name, type, t.ne, [=, &from](uint8_t* dst) {
-      std::vector<float> row(static_cast<size_t>(cols));
-      const auto& to = kernels::type_traits(type);
-      const size_t dst_row_bytes =
-          static_cast<size_t>(cols / dtype_info(type).block_size) * dtype_info(type).type_size;
-      for (int64_t r = 0; r < rows; ++r) {
-        from.to_float(data + static_cast<size_t>(r) * src_row_bytes, row.data(), cols);
-        to.from_float(row.data(), dst + static_cast<size_t>(r) * dst_row_bytes, cols);
-      }
-    });
+    w.add_tensor_lazy(t.name, type, t.ne, tensor_encoder(in, t, type, o));
   }
   return w;
 }
 
 }  // namespace
+
+std::vector<uint8_t> quantize_tensor(const gguf::GgufFile& in, const std::string& name, DType type,
+                                     const QuantizeOptions& o) {
+  QuantizeOptions one = o;
+  one.keep_others = true;
+  one.tensor_types = {{name, type}};
+  planned_types(in, one);  // checks the tensor exists, is a matrix and divides into blocks
+  const gguf::TensorInfo& t = in.tensor(name);
+  std::vector<uint8_t> out(encoded_bytes(t, type));
+  tensor_encoder(in, t, type, o)(out.data());
+  return out;
+}
 
 std::vector<uint8_t> quantize_to_buffer(const gguf::GgufFile& in, const QuantizeOptions& o) {
   return quantize_writer(in, o).write_to_buffer();

@@ -71,6 +71,12 @@ struct QuantizeOptions {
 std::map<std::string, DType> planned_types(const gguf::GgufFile& in,
                                            const QuantizeOptions& options);
 
+// Tensor `name` of `in` re-encoded as `type` under `options`' importance, search and
+// outlier settings, exactly the bytes quantize_to_buffer would give it (for probes that
+// swap one tensor of a loaded model).
+std::vector<uint8_t> quantize_tensor(const gguf::GgufFile& in, const std::string& name, DType type,
+                                     const QuantizeOptions& options);
+
 // The quantized model as GGUF bytes (for in-memory probes), or written to a file.
 std::vector<uint8_t> quantize_to_buffer(const gguf::GgufFile& in, const QuantizeOptions& options);
 void quantize_model(const std::string& in_path, const std::string& out_path,

@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "engine/engine_core.h"
 #include "engine/offline.h"
+#include "kernels/quant/interleaved.h"
 #include "tokenizer/tokenizer.h"
 
 namespace strata {
@@ -92,23 +93,63 @@ double mean_kld(const std::vector<float>& ref, const std::vector<float>& logp, i
   return sum / static_cast<double>(rows);
 }
 
+namespace {
+
+// A model's matrix `slot` (tensor `name` of `src`) rebound to `type` for one probe, restored when
+// it ends.
+class SwappedMatrix {
+ public:
+  SwappedMatrix(WeightMatrix& slot, const gguf::GgufFile& src, const std::string& name, DType type,
+                const QuantizeOptions& options)
+      : slot_(slot), saved_(slot) {
+    bytes_ = quantize_tensor(src, name, type, options);
+    DType bound = type;
+    if (name != "token_embd.weight") {  // matmul alone reads it: the kernels' fast layout
+      bound = kernels::repacked_weight_type(type, slot.cols);
+      if (bound != type)
+        kernels::repack_weight_rows(type, bound, bytes_.data(), slot.rows, slot.cols);
+    }
+    slot_ = WeightMatrix{bound, bytes_.data(), slot.rows, slot.cols,
+                         bytes_.size() / static_cast<size_t>(slot.rows)};
+  }
+  ~SwappedMatrix() { slot_ = saved_; }
+  SwappedMatrix(const SwappedMatrix&) = delete;
+  SwappedMatrix& operator=(const SwappedMatrix&) = delete;
+
+ private:
+  WeightMatrix& slot_;
+  WeightMatrix saved_;
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace
+
 Sensitivity measure_sensitivity(
-    const gguf::GgufFile& src, const std::map<std::string, std::vector<DType>>& candidates,
-    const QuantizeOptions& base, const CalibWindows& w, const std::vector<float>& ref, int threads,
+    Model& model, const gguf::GgufFile& src,
+    const std::map<std::string, std::vector<DType>>& candidates, const QuantizeOptions& base,
+    const CalibWindows& w, const std::vector<float>& ref, int threads,
     const std::function<void(const std::string&, DType, double)>& progress) {
   Sensitivity out;
   for (const auto& [name, types] : candidates) {
     const auto* info = src.find_tensor(name);
     if (!info) throw Error("sensitivity: the model has no tensor " + name);
+    WeightMatrix* slot = model.mutable_matrix(name);
     for (const DType type : types) {
       double kld = 0;
       if (type != info->type) {
-        QuantizeOptions o = base;
-        o.keep_others = true;
-        o.tensor_types = {{name, type}};
-        auto model = Model::from_file(
-            gguf::GgufFile::from_buffer(quantize_to_buffer(src, o), "probe " + name), true);
-        kld = mean_kld(ref, run_windows(*model, w, threads), model->config().n_vocab);
+        if (slot != nullptr) {
+          // Only this tensor differs from the loaded source model: rebind it rather than
+          // rebuilding the model (a copy of every weight per probe).
+          const SwappedMatrix swap(*slot, src, name, type, base);
+          kld = mean_kld(ref, run_windows(model, w, threads), model.config().n_vocab);
+        } else {
+          QuantizeOptions o = base;
+          o.keep_others = true;
+          o.tensor_types = {{name, type}};
+          auto probe = Model::from_file(
+              gguf::GgufFile::from_buffer(quantize_to_buffer(src, o), "probe " + name), true);
+          kld = mean_kld(ref, run_windows(*probe, w, threads), probe->config().n_vocab);
+        }
       }
       out[name][type] = kld;
       if (progress) progress(name, type, kld);

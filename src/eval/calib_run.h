@@ -39,12 +39,15 @@ double mean_kld(const std::vector<float>& ref, const std::vector<float>& logp, i
 
 // sensitivity[tensor][type]: the mean KLD on `w` of the model `src` with only that tensor
 // quantized to that type (others at source precision), quantized with `base`'s importance,
-// search and outlier settings. `ref` is run_windows of the source model. `progress` (may
-// be empty) is called after each probe.
+// search and outlier settings. `model` is `src` loaded (it is returned as it was given);
+// `ref` is run_windows of it. A tensor the model binds as one matrix (Model::mutable_matrix)
+// is rebound in `model` for its probes; any other is probed on a model rebuilt from a
+// quantized copy of `src`. `progress` (may be empty) is called after each probe.
 using Sensitivity = std::map<std::string, std::map<DType, double>>;
 Sensitivity measure_sensitivity(
-    const gguf::GgufFile& src, const std::map<std::string, std::vector<DType>>& candidates,
-    const QuantizeOptions& base, const CalibWindows& w, const std::vector<float>& ref, int threads,
+    Model& model, const gguf::GgufFile& src,
+    const std::map<std::string, std::vector<DType>>& candidates, const QuantizeOptions& base,
+    const CalibWindows& w, const std::vector<float>& ref, int threads,
     const std::function<void(const std::string&, DType, double)>& progress = {});
 
 }  // namespace strata

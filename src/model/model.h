@@ -93,6 +93,14 @@ class Model {
   // a steady decode loop does not allocate.
   std::span<const float> forward(const ForwardBatch& batch, KvCache& cache, ThreadPool& pool);
 
+  // The matrix bound from tensor `name` (find_matrix in weights.h), or null. A probe may
+  // rebind it between forward passes to data of the same shape in any type the kernels
+  // read for it (the embedding is read by rows, so not a repacked type); the data must
+  // outlive its use, and the caller restores the original.
+  WeightMatrix* mutable_matrix(const std::string& name) {
+    return find_matrix(weights_, config_, name);
+  }
+
   // Records forward-pass spans (per layer: norms, matmuls, rope, attention) into
   // `tracer` from now on; null (the default) turns tracing off.
   void set_tracer(Tracer* tracer) { tracer_ = tracer; }

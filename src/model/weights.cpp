@@ -214,6 +214,32 @@ void bind_mla(const gguf::GgufFile& f, const Binder& bind, const ModelConfig& c,
 
 }  // namespace
 
+WeightMatrix* find_matrix(ModelWeights& w, const ModelConfig& c, const std::string& name) {
+  const bool tied = w.output.data == w.token_embd.data;
+  if (name == "token_embd.weight") return tied ? nullptr : &w.token_embd;
+  if (name == "output.weight") return tied ? nullptr : &w.output;
+  if (c.mla.enabled() || name.rfind("blk.", 0) != 0) return nullptr;
+  const size_t dot = name.find('.', 4);
+  if (dot == std::string::npos || dot == 4) return nullptr;
+  int64_t layer = 0;
+  for (size_t i = 4; i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9' || layer > c.n_layers) return nullptr;
+    layer = layer * 10 + (name[i] - '0');
+  }
+  if (layer >= c.n_layers || c.moe.layer_is_moe(layer)) return nullptr;
+  LayerWeights& L = w.layers[static_cast<size_t>(layer)];
+  const std::string rest = name.substr(dot + 1);
+  WeightMatrix* m = rest == "attn_q.weight"        ? &L.wq
+                    : rest == "attn_k.weight"      ? &L.wk
+                    : rest == "attn_v.weight"      ? &L.wv
+                    : rest == "attn_output.weight" ? &L.wo
+                    : rest == "ffn_gate.weight"    ? &L.w_gate
+                    : rest == "ffn_up.weight"      ? &L.w_up
+                    : rest == "ffn_down.weight"    ? &L.w_down
+                                                   : nullptr;
+  return m != nullptr && m->rows > 0 ? m : nullptr;
+}
+
 ModelWeights load_weights(gguf::GgufFile& f, ModelConfig& c, bool repack) {
   Binder bind(f, repack);
   ModelWeights w;

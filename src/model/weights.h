@@ -91,6 +91,13 @@ struct ModelWeights {
   std::vector<std::vector<float>> owned;
 };
 
+// The matrix bound from tensor `name` where one WeightMatrix alone holds it: the
+// embedding and the classifier when they are not tied, and the dense projections of a
+// layer (attn_q/k/v/output, ffn_gate/up/down) outside MoE and MLA layers; null for
+// anything else. For probes that rebind one matrix between forward passes.
+WeightMatrix* find_matrix(ModelWeights& weights, const ModelConfig& config,
+                          const std::string& name);
+
 // Binds every tensor the config needs, checking names, shapes and types. Sets
 // config.n_vocab from the embedding.
 // With `repack`, each matrix used only by matmul (not the embedding, nor an output tied to

@@ -91,13 +91,48 @@ TEST(CalibRun, SensitivityOfOneTensor) {
   w.windows.push_back({1, 5, 9, 200, 17, 33, 400, 2, 8, 99, 123, 7, 6, 5, 4, 3});
   const auto ref = run_windows(*model, w, 1);
   QuantizeOptions base;
-  const auto s = measure_sensitivity(src, {{"blk.0.ffn_up.weight", {DType::Q4_0, DType::Q8_0}}},
-                                     base, w, ref, 1);
+  const auto s = measure_sensitivity(
+      *model, src, {{"blk.0.ffn_up.weight", {DType::Q4_0, DType::Q8_0}}}, base, w, ref, 1);
   const double q4 = s.at("blk.0.ffn_up.weight").at(DType::Q4_0);
   const double q8 = s.at("blk.0.ffn_up.weight").at(DType::Q8_0);
   EXPECT_GT(q4, q8);
   EXPECT_GT(q8, 0.0);
-  EXPECT_THROW(measure_sensitivity(src, {{"nope", {DType::Q4_0}}}, base, w, ref, 1), Error);
+  EXPECT_THROW(measure_sensitivity(*model, src, {{"nope", {DType::Q4_0}}}, base, w, ref, 1), Error);
+}
+
+// A probe rebinds one matrix of the loaded model; it must measure what a model rebuilt
+// from the quantized file measures (the same bytes through the same kernels), and leave
+// the model as it was.
+TEST(CalibRun, RebindingProbeEqualsARebuiltModel) {
+  const auto src = gguf::GgufFile::open(tiny_model());
+  auto model = Model::load(tiny_model());
+  CalibWindows w;
+  w.plan = plan_perplexity(16, 16);
+  w.windows.push_back({1, 5, 9, 200, 17, 33, 400, 2, 8, 99, 123, 7, 6, 5, 4, 3});
+  const auto ref = run_windows(*model, w, 2);
+  QuantizeOptions base;
+  const std::map<std::string, std::vector<DType>> cand = {
+      {"token_embd.weight", {DType::Q5_1}},
+      {"output.weight", {DType::Q8_0, DType::Q4_0}},
+      {"blk.1.attn_v.weight", {DType::Q8_0, DType::IQ4_NL}},
+      {"blk.0.ffn_down.weight", {DType::Q5_0}}};
+  for (const auto& [name, types] : cand) ASSERT_NE(model->mutable_matrix(name), nullptr) << name;
+  EXPECT_EQ(model->mutable_matrix("blk.0.attn_norm.weight"), nullptr);
+  EXPECT_EQ(model->mutable_matrix("blk.99.attn_q.weight"), nullptr);
+  const auto s = measure_sensitivity(*model, src, cand, base, w, ref, 2);
+  for (const auto& [name, types] : cand) {
+    for (const DType type : types) {
+      QuantizeOptions o = base;
+      o.keep_others = true;
+      o.tensor_types = {{name, type}};
+      auto rebuilt =
+          Model::from_file(gguf::GgufFile::from_buffer(quantize_to_buffer(src, o), "probe"), true);
+      const double want = mean_kld(ref, run_windows(*rebuilt, w, 2), rebuilt->config().n_vocab);
+      EXPECT_GT(want, 0.0) << name;
+      EXPECT_DOUBLE_EQ(s.at(name).at(type), want) << name << " " << dtype_name(type);
+    }
+  }
+  EXPECT_EQ(run_windows(*model, w, 2), ref);  // every matrix restored
 }
 
 TEST(CalibRun, BadCalibrationTexts) {
