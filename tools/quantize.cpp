@@ -33,7 +33,7 @@ namespace {
 
 struct Flags {
   std::string in, out, type, calib, imatrix, save_imatrix, outliers = "clip";
-  std::string sensitivity_in, floor, plan;
+  std::string sensitivity_in, floor, plan, ladder;
   bool search = false, sensitivity = false;
   double target_bpw = 0;
   uint64_t target_size = 0;
@@ -43,6 +43,16 @@ struct Flags {
 
 bool is_matrix(const gguf::TensorInfo& t) {
   return t.ne.size() == 2 || t.ne.size() == 3;
+}
+
+// The --ladder types that tensor t's rows divide into; F16 alone when none does (as the
+// default ladder).
+std::vector<DType> ladder_for(const std::vector<DType>& ladder, const gguf::TensorInfo& t) {
+  std::vector<DType> out;
+  for (const DType d : ladder)
+    if (t.ne[0] % dtype_info(d).block_size == 0) out.push_back(d);
+  if (out.empty()) out.push_back(DType::F16);
+  return out;
 }
 
 std::string read_file(const std::string& path, const char* flag) {
@@ -159,6 +169,18 @@ void run(const Flags& f) {
     o.imatrix = &im;
   }
 
+  std::vector<DType> ladder;  // --ladder: the plan's candidate types, in the given order
+  for (size_t a = 0; a < f.ladder.size();) {
+    size_t b = f.ladder.find(',', a);
+    if (b == std::string::npos) b = f.ladder.size();
+    const std::string name = f.ladder.substr(a, b - a);
+    const auto t = dtype_from_name(name);
+    if (!t) throw Error("--ladder: unknown type '" + name + "'");
+    kernels::type_traits(*t);  // throws for types without kernels
+    ladder.push_back(*t);
+    a = b + 1;
+  }
+  if (!f.ladder.empty() && !planning) throw Error("--ladder needs --target-bpw or --target-size");
   const std::string classifier = classifier_name(src);
   if (f.sensitivity || planning) {
     Sensitivity sens;
@@ -169,7 +191,7 @@ void run(const Flags& f) {
       for (const auto& t : src.tensors()) {
         if (!is_matrix(t)) continue;
         if (planning) {
-          cand[t.name] = type_ladder(t.ne[0]);
+          cand[t.name] = ladder.empty() ? type_ladder(t.ne[0]) : ladder_for(ladder, t);
         } else {
           const DType want = choose_tensor_type(t.ne, o.scheme.type, false);
           if (want != t.type) cand[t.name] = {want};
@@ -261,6 +283,9 @@ void register_quantize(CLI::App& app) {
   cmd->add_option("--sensitivity-in", f->sensitivity_in, "reuse a OUT.sensitivity.json");
   cmd->add_option("--target-bpw", f->target_bpw,
                   "bits per weight over the matrices: a per-tensor plan (needs --calib)");
+  cmd->add_option("--ladder", f->ladder,
+                  "the plan's candidate types, comma-separated (default: Q2_K..Q8_0, F16 for "
+                  "256-multiple rows; fewer types, fewer sensitivity probes)");
   cmd->add_option("--target-size", f->target_size, "bytes of the matrices: as --target-bpw");
   cmd->add_option("--floor", f->floor,
                   "lowest type of token_embd and the classifier in a plan (default q6_k for "

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 #include "model/model.h"
 #include "sample/sampler.h"
@@ -123,4 +124,37 @@ TEST(AidreamsGolden, Q8_0QuantizedKeepsFirst40GreedyTokens) {
 }
 
 }  // namespace
+// --target-bpw plans over a --ladder: only its types (and F16 for the rows none of them
+// divides), within the budget; an unknown ladder type is refused before any work.
+TEST(AidreamsGolden, TargetBpwPlanKeepsToTheLadder) {
+  const std::string dir = testing::scratch_dir();
+  const std::string calib = dir + "/ladder_calib.txt";
+  {
+    std::ofstream out(calib);
+    for (int i = 0; i < 4; ++i)
+      out << "Once upon a time there was a little girl named Lily. She liked to play in the "
+             "park with her dog. One day the sun was hot and they sat under a big tree. ";
+  }
+  const std::string q = dir + "/aidreams_ladder.gguf";
+  const auto r = testing::run_command(testing::strata_bin() + " quantize '" + aidreams_gguf() +
+                                      "' '" + q + "' --calib '" + calib +
+                                      "' -c 32 -t 2 --target-bpw 7.5 --ladder q4_0,q8_0 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto model = Model::load(q);
+  int n_q4 = 0;
+  for (const auto& t : model->file().tensors()) {
+    if (t.ne.size() != 2) continue;
+    EXPECT_TRUE(t.type == DType::Q4_0 || t.type == DType::Q8_0 || t.type == DType::F16)
+        << t.name << " " << dtype_name(t.type);
+    n_q4 += t.type == DType::Q4_0;
+  }
+  EXPECT_GT(n_q4, 0);
+  EXPECT_NE(r.out.find("plan:"), std::string::npos) << r.out;
+  const auto bad =
+      testing::run_command(testing::strata_bin() + " quantize '" + aidreams_gguf() + "' '" + q +
+                           "' --calib '" + calib + "' --target-bpw 6 --ladder q4_0,nope 2>&1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.out.find("--ladder"), std::string::npos) << bad.out;
+}
+
 }  // namespace strata
