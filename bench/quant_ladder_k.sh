@@ -8,6 +8,7 @@
 # K-quants take no importance weights yet: calibration only feeds the sensitivity pass.
 # About 5 minutes on 2 cores. usage: bench/quant_ladder_k.sh [BUILD_DIR] [SHARED_DIR]
 set -euo pipefail
+. "$(dirname "$0")/kld_row.sh"
 B=${1:-build}/strata
 S=${2:-../shared}
 TXT=$(dirname "$0")/../tests/data/tinystories_eval.txt
@@ -23,21 +24,13 @@ tail -n +19 "$TXT" >"$D/eval.txt"
 SENS="$D/sens.gguf.sensitivity.json"
 echo "| variant | matrices bpw | file bytes | KLD mean | KLD p99 | top-1 agree |"
 echo "|---|---:|---:|---:|---:|---:|"
-row() {
-  local out bpw
-  bpw=$(awk '/^wrote .*bits per weight/ {print $4}' <<<"$3")
-  out=$("$B" eval kld -m "$2" --ref-logits "$D/ref.bin" -t 2 2>/dev/null)
-  awk -v t="$1" -v b="$(stat -c %s "$2")" -v w="$bpw" '
-    /^kld/ {mean=$3; p99=$7} /^top1/ {agree=$3}
-    END {printf "| %s | %s | %d | %s | %s | %s |\n", t, w, b, mean, p99, agree}' <<<"$out"
-}
 for t in q6_k q5_k q4_k q3_k q2_k; do
   q=$("$B" quantize "$D/f32.gguf" "$D/u.gguf" --type "$t" 2>/dev/null)
-  row "$t" "$D/u.gguf" "$q"
+  kld_row "$t" "$D/u.gguf" "$q"
   bpw=$(awk '/^wrote .*bits per weight/ {print $4}' <<<"$q")
   for fl in "" "--floor q2_k"; do
     q=$("$B" quantize "$D/f32.gguf" "$D/p.gguf" --sensitivity-in "$SENS" --target-bpw "$bpw" $fl \
       2>/dev/null) || { echo "| plan --target-bpw $bpw $fl | (below the smallest plan) | | | | |"; continue; }
-    row "plan --target-bpw $bpw $fl" "$D/p.gguf" "$q"
+    kld_row "plan --target-bpw $bpw $fl" "$D/p.gguf" "$q"
   done
 done

@@ -9,6 +9,7 @@
 # the F32 model's on real text tokens, nothing about language quality.
 # usage: bench/quant_plan_1b.sh BUILD_DIR F32_GGUF WORK_DIR [TYPES...]
 set -euo pipefail
+. "$(dirname "$0")/kld_row.sh"
 B=$1/strata
 M=$2
 D=$3
@@ -25,20 +26,12 @@ SENS="$D/sens.gguf.sensitivity.json"
   --target-bpw 16 --ladder q3_k,q4_k,q5_k,q6_k >"$D/sens.out" 2>"$D/sens.err"
 echo "| variant | matrices bpw | file bytes | KLD mean | KLD p99 | top-1 agree |"
 echo "|---|---:|---:|---:|---:|---:|"
-row() {
-  local out bpw
-  bpw=$(awk '/^wrote .*bits per weight/ {print $4}' <<<"$3")
-  out=$("$B" eval kld -m "$2" --ref-logits "$D/ref.bin" -t 2 2>/dev/null)
-  awk -v t="$1" -v b="$(stat -c %s "$2")" -v w="$bpw" '
-    /^kld/ {mean=$3; p99=$7} /^top1/ {agree=$3}
-    END {printf "| %s | %s | %d | %s | %s | %s |\n", t, w, b, mean, p99, agree}' <<<"$out"
-}
 for t in $TYPES; do
   q=$("$B" quantize "$M" "$D/u.gguf" --type "$t" 2>/dev/null)
-  row "$t" "$D/u.gguf" "$q"
+  kld_row "$t" "$D/u.gguf" "$q"
   bpw=$(awk '/^wrote .*bits per weight/ {print $4}' <<<"$q")
   q=$("$B" quantize "$M" "$D/p.gguf" --sensitivity-in "$SENS" --target-bpw "$bpw" 2>/dev/null) ||
     { echo "| plan --target-bpw $bpw | (below the smallest plan) | | | | |"; continue; }
-  row "plan --target-bpw $bpw" "$D/p.gguf" "$q"
+  kld_row "plan --target-bpw $bpw" "$D/p.gguf" "$q"
 done
 rm -f "$D/u.gguf" "$D/p.gguf"

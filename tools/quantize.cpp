@@ -33,7 +33,8 @@ namespace {
 
 struct Flags {
   std::string in, out, type, calib, imatrix, save_imatrix, outliers = "clip";
-  std::string sensitivity_in, floor, plan, ladder;
+  std::string sensitivity_in, floor, plan;
+  std::vector<std::string> ladder;
   bool search = false, sensitivity = false;
   double target_bpw = 0;
   uint64_t target_size = 0;
@@ -136,6 +137,15 @@ void run(const Flags& f) {
   if (f.outliers != "clip" && f.outliers != "keep")
     throw Error("--outliers: expected keep or clip, got '" + f.outliers + "'");
 
+  std::vector<DType> ladder;  // --ladder: the plan's candidate types, checked before any run
+  for (const std::string& name : f.ladder) {
+    const auto t = dtype_from_name(name);
+    if (!t) throw Error("--ladder: unknown type '" + name + "'");
+    kernels::type_traits(*t);  // throws for types without kernels
+    ladder.push_back(*t);
+  }
+  if (!ladder.empty() && !planning) throw Error("--ladder needs --target-bpw or --target-size");
+
   QuantizeOptions o;
   if (!f.type.empty()) {
     const auto scheme = parse_quant_scheme(f.type);
@@ -169,18 +179,6 @@ void run(const Flags& f) {
     o.imatrix = &im;
   }
 
-  std::vector<DType> ladder;  // --ladder: the plan's candidate types, in the given order
-  for (size_t a = 0; a < f.ladder.size();) {
-    size_t b = f.ladder.find(',', a);
-    if (b == std::string::npos) b = f.ladder.size();
-    const std::string name = f.ladder.substr(a, b - a);
-    const auto t = dtype_from_name(name);
-    if (!t) throw Error("--ladder: unknown type '" + name + "'");
-    kernels::type_traits(*t);  // throws for types without kernels
-    ladder.push_back(*t);
-    a = b + 1;
-  }
-  if (!f.ladder.empty() && !planning) throw Error("--ladder needs --target-bpw or --target-size");
   const std::string classifier = classifier_name(src);
   if (f.sensitivity || planning) {
     Sensitivity sens;
@@ -285,7 +283,8 @@ void register_quantize(CLI::App& app) {
                   "bits per weight over the matrices: a per-tensor plan (needs --calib)");
   cmd->add_option("--ladder", f->ladder,
                   "the plan's candidate types, comma-separated (default: Q2_K..Q8_0, F16 for "
-                  "256-multiple rows; fewer types, fewer sensitivity probes)");
+                  "256-multiple rows; fewer types, fewer sensitivity probes)")
+      ->delimiter(',');
   cmd->add_option("--target-size", f->target_size, "bytes of the matrices: as --target-bpw");
   cmd->add_option("--floor", f->floor,
                   "lowest type of token_embd and the classifier in a plan (default q6_k for "

@@ -36,6 +36,14 @@ const std::string& tiny_model() {
   return path;
 }
 
+// One window of 16 tokens for the sensitivity probes.
+CalibWindows one_window() {
+  CalibWindows w;
+  w.plan = plan_perplexity(16, 16);
+  w.windows.push_back({1, 5, 9, 200, 17, 33, 400, 2, 8, 99, 123, 7, 6, 5, 4, 3});
+  return w;
+}
+
 TEST(CalibRun, ObserverCollectsMatmulInputs) {
   auto model = Model::load(tiny_model());
   const auto& c = model->config();
@@ -86,9 +94,7 @@ TEST(CalibRun, ObserverCollectsMatmulInputs) {
 TEST(CalibRun, SensitivityOfOneTensor) {
   const auto src = gguf::GgufFile::open(tiny_model());
   auto model = Model::load(tiny_model());
-  CalibWindows w;
-  w.plan = plan_perplexity(16, 16);
-  w.windows.push_back({1, 5, 9, 200, 17, 33, 400, 2, 8, 99, 123, 7, 6, 5, 4, 3});
+  const CalibWindows w = one_window();
   const auto ref = run_windows(*model, w, 1);
   QuantizeOptions base;
   const auto s = measure_sensitivity(
@@ -106,9 +112,7 @@ TEST(CalibRun, SensitivityOfOneTensor) {
 TEST(CalibRun, RebindingProbeEqualsARebuiltModel) {
   const auto src = gguf::GgufFile::open(tiny_model());
   auto model = Model::load(tiny_model());
-  CalibWindows w;
-  w.plan = plan_perplexity(16, 16);
-  w.windows.push_back({1, 5, 9, 200, 17, 33, 400, 2, 8, 99, 123, 7, 6, 5, 4, 3});
+  const CalibWindows w = one_window();
   const auto ref = run_windows(*model, w, 2);
   QuantizeOptions base;
   const std::map<std::string, std::vector<DType>> cand = {

@@ -123,7 +123,6 @@ TEST(AidreamsGolden, Q8_0QuantizedKeepsFirst40GreedyTokens) {
   }
 }
 
-}  // namespace
 // --target-bpw plans over a --ladder: only its types (and F16 for the rows none of them
 // divides), within the budget; an unknown ladder type is refused before any work.
 TEST(AidreamsGolden, TargetBpwPlanKeepsToTheLadder) {
@@ -155,6 +154,8 @@ TEST(AidreamsGolden, TargetBpwPlanKeepsToTheLadder) {
                            "' --calib '" + calib + "' --target-bpw 6 --ladder q4_0,nope 2>&1");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.out.find("--ladder"), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.out.find("calibration:"), std::string::npos) << bad.out;  // refused first
 }
 
+}  // namespace
 }  // namespace strata
