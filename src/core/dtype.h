@@ -45,6 +45,10 @@ enum class DType : uint32_t {
   Q5_K_X16 = 70,
   IQ4_XS_X16 = 71,
   Q3_K_X16 = 72,
+  Q4_1_X16 = 73,
+  Q5_0_X16 = 74,
+  Q5_1_X16 = 75,
+  IQ4_NL_X16 = 76,
 };
 
 struct DTypeInfo {

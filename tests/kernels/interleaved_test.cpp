@@ -37,7 +37,17 @@ const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16, DType::Q8_0, DType::Q8_0_X
                        {DType::Q4_K, DType::Q4_K_X16, DType::Q8_K, DType::Q8_K_X16A},
                        {DType::Q5_K, DType::Q5_K_X16, DType::Q8_K, DType::Q8_K_X16A},
                        {DType::IQ4_XS, DType::IQ4_XS_X16, DType::Q8_K, DType::Q8_K_X16A},
-                       {DType::Q3_K, DType::Q3_K_X16, DType::Q8_K, DType::Q8_K_X16A}};
+                       {DType::Q3_K, DType::Q3_K_X16, DType::Q8_K, DType::Q8_K_X16A},
+                       {DType::Q4_1, DType::Q4_1_X16, DType::Q8_0, DType::Q8_0_X16A},
+                       {DType::Q5_0, DType::Q5_0_X16, DType::Q8_0, DType::Q8_0_X16A},
+                       {DType::Q5_1, DType::Q5_1_X16, DType::Q8_0, DType::Q8_0_X16A},
+                       {DType::IQ4_NL, DType::IQ4_NL_X16, DType::Q8_0, DType::Q8_0_X16A}};
+
+// Q4_1_X16 .. IQ4_NL_X16 have AVX-512 kernels only (AVX2 machines keep the file layouts).
+bool avx512_only(DType x16) {
+  return x16 == DType::Q4_1_X16 || x16 == DType::Q5_0_X16 || x16 == DType::Q5_1_X16 ||
+         x16 == DType::IQ4_NL_X16;
+}
 
 // The fp16 super-block scales of a repacked row: leading each X16 group (16 of them, one
 // per block), or the last field of each Q6_K_X16 block.
@@ -55,6 +65,15 @@ uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
   // IQ4_XS_X16: the scale of blocks 0 and 1.
   if (p.x16 == DType::IQ4_XS_X16) return &reinterpret_cast<BlockIQ4_XSx16*>(row)[i].d;
   if (p.x16 == DType::Q3_K_X16) return &reinterpret_cast<BlockQ3_Kx16*>(row)[i].d;
+  // Q4_1_X16, Q5_1_X16: block 0's scale and block 1's offset.
+  if (p.x16 == DType::Q4_1_X16) {
+    auto& g = *reinterpret_cast<BlockQ4_1x16*>(row);
+    return i == 0 ? &g.d[0] : &g.m[1];
+  }
+  if (p.x16 == DType::Q5_1_X16) {
+    auto& g = *reinterpret_cast<BlockQ5_1x16*>(row);
+    return i == 0 ? &g.d[0] : &g.m[1];
+  }
   return reinterpret_cast<uint16_t*>(row) + i;
 }
 
@@ -84,7 +103,8 @@ TEST(Interleaved, LayoutsHaveTheSizeOfWhatTheyReplace) {
   // Internal ids are not file types: a GGUF naming them is rejected by the reader.
   for (DType t :
        {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16, DType::Q8_K_X16A,
-        DType::Q4_K_X16, DType::Q5_K_X16, DType::IQ4_XS_X16, DType::Q3_K_X16}) {
+        DType::Q4_K_X16, DType::Q5_K_X16, DType::IQ4_XS_X16, DType::Q3_K_X16, DType::Q4_1_X16,
+        DType::Q5_0_X16, DType::Q5_1_X16, DType::IQ4_NL_X16}) {
     EXPECT_FALSE(dtype_info(static_cast<uint32_t>(t)).has_value());
     EXPECT_FALSE(dtype_from_name(dtype_name(t)).has_value());
   }
@@ -137,6 +157,49 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_EQ(repacked_weight_type(DType::Q3_K, 2048), avx2 ? DType::Q3_K_X16 : DType::Q3_K);
   EXPECT_THROW(repack_weight_rows(DType::Q3_K, DType::Q3_K_X16, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q3_K, DType::IQ4_XS_X16, buf.data(), 1, 512), Error);
+  const bool avx512 = cpu_kernel_isa() >= KernelIsa::avx512_vnni;
+  for (const Pair& p : kPairs) {
+    if (!avx512_only(p.x16)) continue;
+    EXPECT_EQ(repacked_weight_type(p.file, 2048), avx512 ? p.x16 : p.file);
+    EXPECT_EQ(repacked_weight_type(p.file, 480), p.file);
+    EXPECT_THROW(repack_weight_rows(p.file, p.x16, buf.data(), 1, 480), Error);
+    EXPECT_THROW(repack_weight_rows(p.file, DType::Q4_0_X16, buf.data(), 1, 512), Error);
+  }
+}
+
+// The legacy group layouts: the round trip is exact, element 4k + j of block b is in
+// nibble k / 4 of qs[64 (k % 4) + 4b + j], and (Q5_0, Q5_1) its fifth bit at bit n % 8 of
+// qh[8k + n / 8], n = 4b + j.
+template <class Block, class Group>
+void expect_group_round_trip_and_lanes(DType type, void (*arrange)(const Block*, Group*),
+                                       void (*unarrange)(const Group&, Block*)) {
+  Rng rng(11);
+  const auto w = test::random_weights(type, 1, kQKX16, rng);
+  const auto* blocks = reinterpret_cast<const Block*>(w.data());
+  Group g;
+  Block back[kX16Blocks];
+  arrange(blocks, &g);
+  unarrange(g, back);
+  EXPECT_EQ(0, std::memcmp(back, blocks, sizeof back)) << dtype_name(type);
+  for (int b = 0; b < kX16Blocks; ++b) {
+    for (int e = 0; e < kQK8_0; ++e) {
+      const int k = e / 4, n = 4 * b + e % 4;
+      const int file = (blocks[b].qs[e % 16] >> (4 * (e / 16))) & 15;
+      ASSERT_EQ(file, (g.qs[64 * (k % 4) + n] >> (4 * (k / 4))) & 15) << dtype_name(type);
+      if constexpr (requires { g.qh; }) {
+        uint32_t qh;
+        std::memcpy(&qh, blocks[b].qh, sizeof qh);
+        ASSERT_EQ((qh >> e) & 1u, (g.qh[8 * k + n / 8] >> (n % 8)) & 1u) << dtype_name(type);
+      }
+    }
+  }
+}
+
+TEST(Interleaved, LegacyGroupsRoundTripAndPlaceLanes) {
+  expect_group_round_trip_and_lanes(DType::Q4_1, arrange_q4_1_x16, unarrange_q4_1_x16);
+  expect_group_round_trip_and_lanes(DType::Q5_0, arrange_q5_0_x16, unarrange_q5_0_x16);
+  expect_group_round_trip_and_lanes(DType::Q5_1, arrange_q5_1_x16, unarrange_q5_1_x16);
+  expect_group_round_trip_and_lanes(DType::IQ4_NL, arrange_iq4_nl_x16, unarrange_iq4_nl_x16);
 }
 
 // arrange then unarrange gives back the file block byte for byte, and the nibbles land
@@ -227,6 +290,7 @@ TEST(Interleaved, ScalarModelsMatchFileLayoutsUpToRounding) {
 void expect_level_matches_scalar_models(KernelIsa isa) {
   Rng rng(4);
   for (const Pair& p : kPairs) {
+    if (isa < KernelIsa::avx512_vnni && avx512_only(p.x16)) continue;
     const TypeTraits& ref = reference_type_traits(p.x16);
     const TypeTraits& fast = type_traits_for(isa, p.x16);
     for (const int64_t cols : {512, 1536, 2048}) {

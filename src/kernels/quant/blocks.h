@@ -169,6 +169,36 @@ struct BlockQ8_0x16 {
   uint8_t qs[kQKX16];
 };
 
+// The other 32-element file types in Q4_0_X16's lane order (AVX-512 VNNI only): 16
+// consecutive blocks, int32 lane b = block b, and quant vector k (k < 8) holds elements
+// 4k..4k+3 of each block at bytes 4b..4b+3.
+//   d[b], m[b]        block b's fp16 scale and (Q4_1, Q5_1) offset
+//   qh                (Q5_0, Q5_1) 64-bit word k is the byte mask of vector k's fifth bits:
+//                     bit 4b + j = bit 4 of element 4k + j of block b
+//   qs                the nibbles as in Q4_0_X16 (IQ4_NL: the grid indices)
+// The 64-byte vectors start 32-byte aligned within a group (every field before qs is a
+// multiple of 32 bytes), for the two-half loads of interleaved_avx512.cpp.
+struct BlockQ4_1x16 {
+  uint16_t d[kX16Blocks];
+  uint16_t m[kX16Blocks];
+  uint8_t qs[kQKX16 / 2];
+};
+struct BlockQ5_0x16 {
+  uint16_t d[kX16Blocks];
+  uint8_t qh[kQKX16 / 8];
+  uint8_t qs[kQKX16 / 2];
+};
+struct BlockQ5_1x16 {
+  uint16_t d[kX16Blocks];
+  uint16_t m[kX16Blocks];
+  uint8_t qh[kQKX16 / 8];
+  uint8_t qs[kQKX16 / 2];
+};
+struct BlockIQ4_NLx16 {
+  uint16_t d[kX16Blocks];
+  uint8_t qs[kQKX16 / 2];
+};
+
 // The activations both multiply: 16 Q8_0 blocks with their quants in the same lane order,
 // plus what the kernels would otherwise recompute for every weight row.
 //   qs[64k + 4b + j]  element 4k+j of block b (k < 8, j < 4). Vector k pairs with a
@@ -276,6 +306,10 @@ static_assert(sizeof(BlockQ6_Kx16) == 210);
 static_assert(sizeof(BlockQ8_Kx16A) == 324);
 static_assert(sizeof(BlockQ4_0x16) == 288);
 static_assert(sizeof(BlockQ8_0x16) == 544);
+static_assert(sizeof(BlockQ4_1x16) == 320);
+static_assert(sizeof(BlockQ5_0x16) == 352);
+static_assert(sizeof(BlockQ5_1x16) == 384);
+static_assert(sizeof(BlockIQ4_NLx16) == 288);
 static_assert(sizeof(BlockQ8_0x16A) == 640);
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_0) == 18);

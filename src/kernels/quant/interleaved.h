@@ -38,6 +38,14 @@ void unarrange_iq4_xs_x16(const BlockIQ4_XSx16& src, BlockIQ4_XS* dst);
 void arrange_q3_k_x16(const BlockQ3_K* src, BlockQ3_Kx16* dst);
 void unarrange_q3_k_x16(const BlockQ3_Kx16& src, BlockQ3_K* dst);
 void arrange_q8_k_x16a(const BlockQ8_K* src, BlockQ8_Kx16A* dst);
+void arrange_q4_1_x16(const BlockQ4_1* src, BlockQ4_1x16* dst);
+void unarrange_q4_1_x16(const BlockQ4_1x16& src, BlockQ4_1* dst);
+void arrange_q5_0_x16(const BlockQ5_0* src, BlockQ5_0x16* dst);
+void unarrange_q5_0_x16(const BlockQ5_0x16& src, BlockQ5_0* dst);
+void arrange_q5_1_x16(const BlockQ5_1* src, BlockQ5_1x16* dst);
+void unarrange_q5_1_x16(const BlockQ5_1x16& src, BlockQ5_1* dst);
+void arrange_iq4_nl_x16(const BlockIQ4_NL* src, BlockIQ4_NLx16* dst);
+void unarrange_iq4_nl_x16(const BlockIQ4_NLx16& src, BlockIQ4_NL* dst);
 
 // A group layout from floats: the file block type's quantizer `quantize` on 16 blocks at
 // a time, then `arrange`. For the activations, `quantize` may be any level's
@@ -51,6 +59,19 @@ void x16_from_float(const float* src, void* dst, int64_t n) {
   for (int64_t g = 0; g < n / kGroup; ++g) {
     quantize(src + g * kGroup, blocks, kGroup);
     arrange(blocks, groups + g);
+  }
+}
+
+// The inverse for the 512-element group layouts: unarrange, then the file block type's
+// to_float.
+template <class Block, class Group, void (*unarrange)(const Group&, Block*),
+          void (*to_float)(const void*, float*, int64_t)>
+void x16_to_float(const void* src, float* dst, int64_t n) {
+  const auto* groups = static_cast<const Group*>(src);
+  Block blocks[kX16Blocks];
+  for (int64_t g = 0; g < n / kQKX16; ++g) {
+    unarrange(groups[g], blocks);
+    to_float(blocks, dst + g * kQKX16, kQKX16);
   }
 }
 

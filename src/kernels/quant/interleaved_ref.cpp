@@ -34,6 +34,12 @@ DType repacked_weight_type(DType type, int64_t cols) {
   if (cols <= 0 || cols % kQKX16 != 0 || cpu_kernel_isa() < KernelIsa::avx2) return type;
   if (type == DType::Q4_0) return DType::Q4_0_X16;
   if (type == DType::Q8_0) return DType::Q8_0_X16;
+  // These four have AVX-512 kernels only; with AVX2 their file-layout kernels run.
+  if (cpu_kernel_isa() < KernelIsa::avx512_vnni) return type;
+  if (type == DType::Q4_1) return DType::Q4_1_X16;
+  if (type == DType::Q5_0) return DType::Q5_0_X16;
+  if (type == DType::Q5_1) return DType::Q5_1_X16;
+  if (type == DType::IQ4_NL) return DType::IQ4_NL_X16;
   return type;
 }
 
@@ -62,6 +68,14 @@ void repack_weight_rows(DType from, DType to, void* data, int64_t rows, int64_t 
     repack_groups<BlockQ4_0, BlockQ4_0x16, arrange_q4_0_x16>(data, rows * (cols / kQKX16));
   } else if (shape_ok && from == DType::Q8_0 && to == DType::Q8_0_X16) {
     repack_groups<BlockQ8_0, BlockQ8_0x16, arrange_q8_0_x16>(data, rows * (cols / kQKX16));
+  } else if (shape_ok && from == DType::Q4_1 && to == DType::Q4_1_X16) {
+    repack_groups<BlockQ4_1, BlockQ4_1x16, arrange_q4_1_x16>(data, rows * (cols / kQKX16));
+  } else if (shape_ok && from == DType::Q5_0 && to == DType::Q5_0_X16) {
+    repack_groups<BlockQ5_0, BlockQ5_0x16, arrange_q5_0_x16>(data, rows * (cols / kQKX16));
+  } else if (shape_ok && from == DType::Q5_1 && to == DType::Q5_1_X16) {
+    repack_groups<BlockQ5_1, BlockQ5_1x16, arrange_q5_1_x16>(data, rows * (cols / kQKX16));
+  } else if (shape_ok && from == DType::IQ4_NL && to == DType::IQ4_NL_X16) {
+    repack_groups<BlockIQ4_NL, BlockIQ4_NLx16, arrange_iq4_nl_x16>(data, rows * (cols / kQKX16));
   } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q6_K &&
              to == DType::Q6_K_X16) {
     repack_groups<BlockQ6_K, BlockQ6_Kx16, arrange_q6_k_x16, 1>(data, rows * (cols / kQK_K));
@@ -184,21 +198,6 @@ void arrange_q8_k_x16a(const BlockQ8_K* src, BlockQ8_Kx16A* dst) {
 }
 
 namespace ref {
-
-namespace {
-
-template <class Block, class Group, void (*unarrange)(const Group&, Block*),
-          void (*to_float)(const void*, float*, int64_t)>
-void x16_to_float(const void* src, float* dst, int64_t n) {
-  const auto* groups = static_cast<const Group*>(src);
-  Block blocks[kX16Blocks];
-  for (int64_t g = 0; g < n / kQKX16; ++g) {
-    unarrange(groups[g], blocks);
-    to_float(blocks, dst + g * kQKX16, kQKX16);
-  }
-}
-
-}  // namespace
 
 void q4_0_x16_to_float(const void* src, float* dst, int64_t n) {
   x16_to_float<BlockQ4_0, BlockQ4_0x16, unarrange_q4_0_x16, q4_0_to_float>(src, dst, n);

@@ -40,6 +40,21 @@ void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
 void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
+// Q4_1_X16, Q5_0_X16, Q5_1_X16 and IQ4_NL_X16 likewise (legacy_x16_avx512.cpp);
+// bit-identical to their ref:: models.
+float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a);
+float q5_0_x16_vec_dot(int64_t n, const void* w, const void* a);
+float q5_1_x16_vec_dot(int64_t n, const void* w, const void* a);
+float iq4_nl_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q4_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q5_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q5_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void iq4_nl_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                     int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+
 // Q6_K_X16 weights against Q8_K_X16A activations (kquant_x16_avx512.cpp); bit-identical to
 // ref::q6_k_x16_vec_dot.
 // Q4_K_X16 weights against Q8_K_X16A activations (kquant_q4_x16_avx512.cpp); bit-identical

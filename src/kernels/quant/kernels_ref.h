@@ -47,6 +47,19 @@ float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q8_0_x16_to_float(const void* src, float* dst, int64_t n);
 void q8_0_x16_from_float(const float* src, void* dst, int64_t n);
 float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a);
+// Q4_1_X16, Q5_0_X16, Q5_1_X16 and IQ4_NL_X16 likewise (legacy_x16_ref.cpp).
+void q4_1_x16_to_float(const void* src, float* dst, int64_t n);
+void q4_1_x16_from_float(const float* src, void* dst, int64_t n);
+float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q5_0_x16_to_float(const void* src, float* dst, int64_t n);
+void q5_0_x16_from_float(const float* src, void* dst, int64_t n);
+float q5_0_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q5_1_x16_to_float(const void* src, float* dst, int64_t n);
+void q5_1_x16_from_float(const float* src, void* dst, int64_t n);
+float q5_1_x16_vec_dot(int64_t n, const void* w, const void* a);
+void iq4_nl_x16_to_float(const void* src, float* dst, int64_t n);
+void iq4_nl_x16_from_float(const float* src, void* dst, int64_t n);
+float iq4_nl_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q8_0_x16a_to_float(const void* src, float* dst, int64_t n);
 void q8_0_x16a_from_float(const float* src, void* dst, int64_t n);
 // ... and Q6_K_X16 weights (256-element super-blocks) take Q8_K_X16A activations.

@@ -1,0 +1,157 @@
+// AVX-512 VNNI kernels for Q4_1_X16, Q5_0_X16, Q5_1_X16 and IQ4_NL_X16 weights against
+// Q8_0_X16A activations (blocks.h): llama.cpp's Q4_1, Q5_0, Q5_1 and IQ4_NL files,
+// repacked at load. The row tile and 2 x 4 register block are x16_group_avx512.h's; each
+// layout here says how its 8 quant vectors come out of a group:
+//   Q4_1: Q4_0_X16's nibbles, no offset; the block offsets m enter as m_w x d_a x the
+//         activation's block sum (one more multiply and fma per group and token)
+//   Q5_0: the nibbles plus 16 where the fifth bit is set (one masked byte add per vector,
+//         its mask one 64-bit word of qh), offset 16
+//   Q5_1: Q5_0's quants without the offset, and Q4_1's offsets
+//   IQ4_NL: each nibble looked up in the grid + 128 (one vpshufb), offset 128
+// Bit-identical to ref::q4_1_x16_vec_dot, q5_0_x16_vec_dot, q5_1_x16_vec_dot and
+// iq4_nl_x16_vec_dot.
+#pragma GCC diagnostic ignored "-Wuninitialized"  // see interleaved_avx512.cpp
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/quant/blocks.h"
+#include "kernels/quant/kernels_avx512.h"
+#include "kernels/quant/token_tiles.h"
+#include "kernels/quant/x16_group_avx512.h"
+
+namespace strata::kernels::avx512 {
+namespace {
+
+inline __m512 load_halves(const uint16_t* h) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+}
+
+// Nibble vector k of a group's qs: the low nibbles of bytes 64k.. (k < 4) or the high
+// nibbles of bytes 64(k - 4).. (elements 4k..4k+3 of each block either way).
+inline __m512i nibbles(const uint8_t* qs, int k, __m512i low4) {
+  const __m512i v = _mm512_loadu_si512(qs + 64 * (k % 4));
+  return _mm512_and_si512(k < 4 ? v : _mm512_srli_epi16(v, 4), low4);
+}
+
+// The 8 nibble vectors from 4 two-half loads.
+inline void load_nibbles(const uint8_t* qs, __m512i (&q)[8]) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m512i v = load64(qs + 64 * c);
+    q[c] = _mm512_and_si512(v, low4);
+    q[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+  }
+}
+
+// Vector k plus 16 in the bytes whose fifth bit is set (64-bit word k of qh is the mask).
+inline __m512i add_fifth_bits(__m512i q, const uint8_t* qh, int k) {
+  uint64_t bits;
+  std::memcpy(&bits, qh + 8 * k, sizeof bits);
+  return _mm512_mask_add_epi8(q, _cvtu64_mask64(bits), q, _mm512_set1_epi8(16));
+}
+
+// IQ4_NL's grid (kIQ4NLValues) + 128 as unsigned bytes, in every 128-bit lane.
+inline __m512i iq4_nl_grid() {
+  return _mm512_broadcast_i32x4(
+      _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15));
+}
+
+struct Q4_1x16 {
+  using Group = BlockQ4_1x16;
+  static constexpr int kOffsetShift = -1;
+  static constexpr bool kHasMin = true;
+  static constexpr bool kSplitChains = false;
+  static void load(const Group& g, GroupWeights& w) {
+    load_nibbles(g.qs, w.q);
+    w.d = load_halves(g.d);
+    w.m = load_halves(g.m);
+  }
+  static __m512i vec(const Group& g, int k, __m512i low4) { return nibbles(g.qs, k, low4); }
+};
+
+struct Q5_0x16 {
+  using Group = BlockQ5_0x16;
+  static constexpr int kOffsetShift = 4;  // quants are q + 16
+  static constexpr bool kHasMin = false;
+  static constexpr bool kSplitChains = false;
+  static void load(const Group& g, GroupWeights& w) {
+    load_nibbles(g.qs, w.q);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) w.q[k] = add_fifth_bits(w.q[k], g.qh, k);
+    w.d = load_halves(g.d);
+  }
+  static __m512i vec(const Group& g, int k, __m512i low4) {
+    return add_fifth_bits(nibbles(g.qs, k, low4), g.qh, k);
+  }
+};
+
+struct Q5_1x16 {
+  using Group = BlockQ5_1x16;
+  static constexpr int kOffsetShift = -1;
+  static constexpr bool kHasMin = true;
+  static constexpr bool kSplitChains = false;
+  static void load(const Group& g, GroupWeights& w) {
+    load_nibbles(g.qs, w.q);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) w.q[k] = add_fifth_bits(w.q[k], g.qh, k);
+    w.d = load_halves(g.d);
+    w.m = load_halves(g.m);
+  }
+  static __m512i vec(const Group& g, int k, __m512i low4) {
+    return add_fifth_bits(nibbles(g.qs, k, low4), g.qh, k);
+  }
+};
+
+struct Iq4NLx16 {
+  using Group = BlockIQ4_NLx16;
+  static constexpr int kOffsetShift = 7;  // grid values + 128
+  static constexpr bool kHasMin = false;
+  static constexpr bool kSplitChains = false;
+  static void load(const Group& g, GroupWeights& w) {
+    load_nibbles(g.qs, w.q);
+    const __m512i grid = iq4_nl_grid();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) w.q[k] = _mm512_shuffle_epi8(grid, w.q[k]);
+    w.d = load_halves(g.d);
+  }
+  static __m512i vec(const Group& g, int k, __m512i low4) {
+    return _mm512_shuffle_epi8(iq4_nl_grid(), nibbles(g.qs, k, low4));
+  }
+};
+
+}  // namespace
+
+float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_by_row_tile<GroupRows<Q4_1x16>>(n / kQKX16, w, a);
+}
+float q5_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_by_row_tile<GroupRows<Q5_0x16>>(n / kQKX16, w, a);
+}
+float q5_1_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_by_row_tile<GroupRows<Q5_1x16>>(n / kQKX16, w, a);
+}
+float iq4_nl_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_by_row_tile<GroupRows<Iq4NLx16>>(n / kQKX16, w, a);
+}
+
+void q4_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_by_row_blocks<GroupRows<Q4_1x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+void q5_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_by_row_blocks<GroupRows<Q5_0x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+void q5_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_by_row_blocks<GroupRows<Q5_1x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+void iq4_nl_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                     int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_by_row_blocks<GroupRows<Iq4NLx16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+
+}  // namespace strata::kernels::avx512

@@ -1,0 +1,210 @@
+// Q4_1_X16, Q5_0_X16, Q5_1_X16 and IQ4_NL_X16 (blocks.h): the byte moves between them and
+// their file blocks, and the exact scalar models of their AVX-512 kernels
+// (legacy_x16_avx512.cpp, x16_group_avx512.h).
+//
+// The models: lane b of a group is block b's exact integer dot product of the unsigned
+// quants (nibble, plus 16 for a set fifth bit; IQ4_NL: grid value + 128) with the
+// activation's quants, started from -offset x the activation's block sum (offset 16 for
+// Q5_0, 128 for IQ4_NL, none for Q4_1 and Q5_1). The float steps are acc[b] = fma(d_w[b] x
+// d_a[b], float(lane), acc[b]), then for Q4_1 and Q5_1 acc[b] = fma(m_w[b] x d_a[b],
+// float(block sum), acc[b]), over the groups, and the 16 lanes added as a tree (i + 8,
+// + 4, + 2, + 1). They agree with the file layouts' kernels up to float rounding.
+#include <cmath>
+#include <cstring>
+
+#include "core/fp16.h"
+#include "kernels/quant/interleaved.h"
+#include "kernels/quant/kernels_ref.h"
+
+namespace strata::kernels {
+namespace {
+
+// A file block's 16 nibble bytes into group lane b: byte 4c + j goes to qs[64c + 4b + j],
+// so that the low nibbles of bytes 64k.. are elements 4k..4k+3 (k < 4) and the high
+// nibbles elements 16 + 4k.. (vector k + 4), as in Q4_0_X16.
+void put_nibbles(const uint8_t* block_qs, int b, uint8_t* group_qs) {
+  for (int c = 0; c < 4; ++c) std::memcpy(group_qs + 64 * c + 4 * b, block_qs + 4 * c, 4);
+}
+void get_nibbles(const uint8_t* group_qs, int b, uint8_t* block_qs) {
+  for (int c = 0; c < 4; ++c) std::memcpy(block_qs + 4 * c, group_qs + 64 * c + 4 * b, 4);
+}
+
+// Element e = 4k + j of block b (fifth bit e of its little-endian qh) <-> bit n % 8 of
+// group qh[8k + n / 8], n = 4b + j: 64-bit word k is the byte mask of quant vector k.
+void put_fifth_bits(const uint8_t* block_qh, int b, uint8_t* group_qh) {
+  uint32_t qh;
+  std::memcpy(&qh, block_qh, sizeof qh);
+  for (int e = 0; e < kQK8_0; ++e) {
+    const int n = 4 * b + e % 4;
+    if ((qh >> e) & 1u) group_qh[8 * (e / 4) + n / 8] |= static_cast<uint8_t>(1u << (n % 8));
+  }
+}
+void get_fifth_bits(const uint8_t* group_qh, int b, uint8_t* block_qh) {
+  uint32_t qh = 0;
+  for (int e = 0; e < kQK8_0; ++e) {
+    const int n = 4 * b + e % 4;
+    qh |= static_cast<uint32_t>((group_qh[8 * (e / 4) + n / 8] >> (n % 8)) & 1) << e;
+  }
+  std::memcpy(block_qh, &qh, sizeof qh);
+}
+
+// The unsigned quant of element 4k + j of block b in a group: its nibble, plus 16 where a
+// fifth-bit mask is given and set.
+int group_quant(const uint8_t* qs, const uint8_t* qh, int k, int b, int j) {
+  const int n = 4 * b + j;
+  int q = (qs[64 * (k % 4) + n] >> (4 * (k / 4))) & 15;
+  if (qh != nullptr) q += 16 * ((qh[8 * k + n / 8] >> (n % 8)) & 1);
+  return q;
+}
+
+// The models' float steps (see the top) over `lane(g, b)`, the exact integer lanes.
+template <class Group, bool kHasMin, class Lane>
+float reduce_groups(int64_t n, const void* w, const void* a, Lane lane) {
+  const auto* wg = static_cast<const Group*>(w);
+  const auto* ag = static_cast<const BlockQ8_0x16A*>(a);
+  float acc[kX16Blocks] = {};
+  for (int64_t g = 0; g < n / kQKX16; ++g) {
+    for (int b = 0; b < kX16Blocks; ++b) {
+      const float ad = ag[g].d[b];
+      acc[b] = std::fma(fp16_to_fp32(wg[g].d[b]) * ad, static_cast<float>(lane(wg[g], ag[g], b)),
+                        acc[b]);
+      if constexpr (kHasMin) {
+        acc[b] = std::fma(fp16_to_fp32(wg[g].m[b]) * ad, static_cast<float>(ag[g].sum[b]), acc[b]);
+      }
+    }
+  }
+  for (int width = kX16Blocks / 2; width >= 1; width /= 2) {
+    for (int i = 0; i < width; ++i) acc[i] += acc[i + width];
+  }
+  return acc[0];
+}
+
+// Lane b: -offset x the block sum + the unsigned quants' dot product with the activations;
+// `value` maps a group_quant to the unsigned value the kernel multiplies.
+template <class Value>
+int32_t group_lane(const uint8_t* qs, const uint8_t* qh, int offset, const BlockQ8_0x16A& a, int b,
+                   Value value) {
+  int32_t lane = -offset * a.sum[b];
+  for (int k = 0; k < 8; ++k) {
+    for (int j = 0; j < 4; ++j)
+      lane += value(group_quant(qs, qh, k, b, j)) * a.qs[64 * k + 4 * b + j];
+  }
+  return lane;
+}
+
+int identity(int q) {
+  return q;
+}
+
+}  // namespace
+
+void arrange_q4_1_x16(const BlockQ4_1* src, BlockQ4_1x16* dst) {
+  for (int b = 0; b < kX16Blocks; ++b) {
+    dst->d[b] = src[b].d, dst->m[b] = src[b].m;
+    put_nibbles(src[b].qs, b, dst->qs);
+  }
+}
+void unarrange_q4_1_x16(const BlockQ4_1x16& src, BlockQ4_1* dst) {
+  for (int b = 0; b < kX16Blocks; ++b) {
+    dst[b].d = src.d[b], dst[b].m = src.m[b];
+    get_nibbles(src.qs, b, dst[b].qs);
+  }
+}
+
+void arrange_q5_0_x16(const BlockQ5_0* src, BlockQ5_0x16* dst) {
+  std::memset(dst->qh, 0, sizeof dst->qh);
+  for (int b = 0; b < kX16Blocks; ++b) {
+    dst->d[b] = src[b].d;
+    put_nibbles(src[b].qs, b, dst->qs);
+    put_fifth_bits(src[b].qh, b, dst->qh);
+  }
+}
+void unarrange_q5_0_x16(const BlockQ5_0x16& src, BlockQ5_0* dst) {
+  for (int b = 0; b < kX16Blocks; ++b) {
+    dst[b].d = src.d[b];
+    get_nibbles(src.qs, b, dst[b].qs);
+    get_fifth_bits(src.qh, b, dst[b].qh);
+  }
+}
+
+void arrange_q5_1_x16(const BlockQ5_1* src, BlockQ5_1x16* dst) {
+  std::memset(dst->qh, 0, sizeof dst->qh);
+  for (int b = 0; b < kX16Blocks; ++b) {
+    dst->d[b] = src[b].d, dst->m[b] = src[b].m;
+    put_nibbles(src[b].qs, b, dst->qs);
+    put_fifth_bits(src[b].qh, b, dst->qh);
+  }
+}
+void unarrange_q5_1_x16(const BlockQ5_1x16& src, BlockQ5_1* dst) {
+  for (int b = 0; b < kX16Blocks; ++b) {
+    dst[b].d = src.d[b], dst[b].m = src.m[b];
+    get_nibbles(src.qs, b, dst[b].qs);
+    get_fifth_bits(src.qh, b, dst[b].qh);
+  }
+}
+
+void arrange_iq4_nl_x16(const BlockIQ4_NL* src, BlockIQ4_NLx16* dst) {
+  for (int b = 0; b < kX16Blocks; ++b) {
+    dst->d[b] = src[b].d;
+    put_nibbles(src[b].qs, b, dst->qs);
+  }
+}
+void unarrange_iq4_nl_x16(const BlockIQ4_NLx16& src, BlockIQ4_NL* dst) {
+  for (int b = 0; b < kX16Blocks; ++b) {
+    dst[b].d = src.d[b];
+    get_nibbles(src.qs, b, dst[b].qs);
+  }
+}
+
+namespace ref {
+
+void q4_1_x16_to_float(const void* src, float* dst, int64_t n) {
+  x16_to_float<BlockQ4_1, BlockQ4_1x16, unarrange_q4_1_x16, q4_1_to_float>(src, dst, n);
+}
+void q4_1_x16_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ4_1, BlockQ4_1x16, q4_1_from_float, arrange_q4_1_x16>(src, dst, n);
+}
+float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return reduce_groups<BlockQ4_1x16, true>(n, w, a, [](const auto& g, const auto& ab, int b) {
+    return group_lane(g.qs, nullptr, 0, ab, b, identity);
+  });
+}
+
+void q5_0_x16_to_float(const void* src, float* dst, int64_t n) {
+  x16_to_float<BlockQ5_0, BlockQ5_0x16, unarrange_q5_0_x16, q5_0_to_float>(src, dst, n);
+}
+void q5_0_x16_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ5_0, BlockQ5_0x16, q5_0_from_float, arrange_q5_0_x16>(src, dst, n);
+}
+float q5_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return reduce_groups<BlockQ5_0x16, false>(n, w, a, [](const auto& g, const auto& ab, int b) {
+    return group_lane(g.qs, g.qh, 16, ab, b, identity);
+  });
+}
+
+void q5_1_x16_to_float(const void* src, float* dst, int64_t n) {
+  x16_to_float<BlockQ5_1, BlockQ5_1x16, unarrange_q5_1_x16, q5_1_to_float>(src, dst, n);
+}
+void q5_1_x16_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ5_1, BlockQ5_1x16, q5_1_from_float, arrange_q5_1_x16>(src, dst, n);
+}
+float q5_1_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return reduce_groups<BlockQ5_1x16, true>(n, w, a, [](const auto& g, const auto& ab, int b) {
+    return group_lane(g.qs, g.qh, 0, ab, b, identity);
+  });
+}
+
+void iq4_nl_x16_to_float(const void* src, float* dst, int64_t n) {
+  x16_to_float<BlockIQ4_NL, BlockIQ4_NLx16, unarrange_iq4_nl_x16, iq4_nl_to_float>(src, dst, n);
+}
+void iq4_nl_x16_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockIQ4_NL, BlockIQ4_NLx16, iq4_nl_from_float, arrange_iq4_nl_x16>(src, dst, n);
+}
+float iq4_nl_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return reduce_groups<BlockIQ4_NLx16, false>(n, w, a, [](const auto& g, const auto& ab, int b) {
+    return group_lane(g.qs, nullptr, 128, ab, b, [](int q) { return kIQ4NLValues[q] + 128; });
+  });
+}
+
+}  // namespace ref
+}  // namespace strata::kernels

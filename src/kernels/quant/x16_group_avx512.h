@@ -1,0 +1,213 @@
+// The AVX-512 VNNI row tile and 2 x 4 register block shared by the 512-element group
+// layouts against Q8_0_X16A activations (blocks.h): Q4_0_X16 and Q8_0_X16
+// (interleaved_avx512.cpp), Q4_1_X16, Q5_0_X16, Q5_1_X16 and IQ4_NL_X16
+// (legacy_x16_avx512.cpp). A layout supplies W:
+//   using Group;                              // one group of 16 blocks of one row
+//   static constexpr int kOffsetShift;        // unsigned quants are q + (1 << shift); -1: none
+//   static constexpr bool kHasMin;            // the group has fp16 offsets m[b] (Q4_1, Q5_1)
+//   static constexpr bool kSplitChains;       // gemm_block: two vpdpbusd chains per output
+//   static void load(const Group&, GroupWeights&);   // the 8 quant vectors, d (and m)
+//   static __m512i vec(const Group&, int k, __m512i low4);  // quant vector k alone
+// Per group and (row, token): 8 vpdpbusd accumulate all 16 blocks at once into one int32
+// lane per block, starting from -offset x the activation's block sums (which cancels the
+// unsigned offset), then one convert, one scale multiply and one fma, and with offsets one
+// more multiply and fma by the activation's block sum. The integer lanes are exact and the
+// float steps follow the layouts' scalar models in order (ref::*_x16_vec_dot), so every
+// output is bit-identical to them, whatever the tile, batch or thread split.
+// Included by kernel files compiled for AVX-512, so it has internal linkage.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "core/prefetch.h"
+#include "kernels/quant/avx512_util.h"
+#include "kernels/quant/blocks.h"
+
+namespace strata::kernels::avx512 {
+namespace {
+
+// One group's weights: q[k] pairs with activation vector k (elements 4k..4k+3 of each block).
+struct GroupWeights {
+  __m512i q[8];
+  __m512 d;
+  __m512 m;  // kHasMin layouts only
+};
+
+// 64 bytes as two 32-byte halves: groups are 288 (Q4_0) or 544 (Q8_0) bytes, so with
+// 64-byte loads half the groups' vectors straddle two cache lines, and from DRAM that
+// halved a thread's GEMV speed (13 vs 27 GB/s, kernels_matmul_bench matmul_dram). With
+// the tensor data 32-byte aligned (GGUF's default alignment; files may choose less) and
+// every group size and quant offset a multiple of 32, the halves never straddle; otherwise
+// they are still correct (unaligned loads), only slower.
+inline __m512i load64(const uint8_t* p) {
+  const auto* h = reinterpret_cast<const __m256i*>(p);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(h)),
+                            _mm256_loadu_si256(h + 1), 1);
+}
+
+// The lanes' starting values: -offset x the activation's block sums, or zero.
+template <class W>
+inline __m512i group_start(const BlockQ8_0x16A& a) {
+  if constexpr (W::kOffsetShift < 0) {
+    return _mm512_setzero_si512();
+  } else {
+    return _mm512_sub_epi32(_mm512_setzero_si512(),
+                            _mm512_slli_epi32(_mm512_loadu_si512(a.sum), W::kOffsetShift));
+  }
+}
+
+// acc += (d_w * d_a) * (exact integer dot of each block) [+ (m_w * d_a) * activation sum],
+// lane b = block b.
+template <class W>
+inline __m512 fold_group(const GroupWeights& w, const BlockQ8_0x16A& a, __m512 acc) {
+  // Two chains of 4 dpbusd (integer sums, so the split cannot change the result).
+  __m512i lanes = group_start<W>(a), odd = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int k = 0; k < 8; k += 2) {
+    lanes = _mm512_dpbusd_epi32(lanes, w.q[k], _mm512_loadu_si512(a.qs + 64 * k));
+    odd = _mm512_dpbusd_epi32(odd, w.q[k + 1], _mm512_loadu_si512(a.qs + 64 * (k + 1)));
+  }
+  lanes = _mm512_add_epi32(lanes, odd);
+  const __m512 ad = _mm512_loadu_ps(a.d);
+  acc = _mm512_fmadd_ps(_mm512_mul_ps(w.d, ad), _mm512_cvtepi32_ps(lanes), acc);
+  if constexpr (W::kHasMin) {
+    acc =
+        _mm512_fmadd_ps(_mm512_mul_ps(w.m, ad), _mm512_cvtepi32_ps(_mm512_loadu_si512(a.sum)), acc);
+  }
+  return acc;
+}
+
+// One row x T tokens: each group's weights are unpacked once and used for T tokens. With
+// kPageKick, each group also starts the hardware prefetcher on the page ahead
+// (core/prefetch.h).
+template <class W, int T, bool kPageKick>
+void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
+               int64_t ldy) {
+  __m512 acc[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < ng; ++g) {
+    if constexpr (kPageKick)
+      prefetch_page_ahead(w + g * sizeof(typename W::Group), sizeof(typename W::Group));
+    GroupWeights wg;
+    W::load(reinterpret_cast<const typename W::Group*>(w)[g], wg);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+      acc[t] =
+          fold_group<W>(wg, reinterpret_cast<const BlockQ8_0x16A*>(a + t * a_stride)[g], acc[t]);
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) y[t * ldy] = hsum16(acc[t]);
+}
+
+// kRows rows x 4 tokens (the prefill GEMM's register block): per group and weight vector
+// k, the 4 tokens' activation vectors are loaded once and each row's weight vector is
+// unpacked once, feeding 4 x kRows independent vpdpbusd chains (one int32 accumulator per
+// row and token, started from that token's offset term), then each (row, token) gets its
+// convert, scale multiply and fma. Per 8 vpdpbusd that leaves ~2.5 other vector
+// instructions (the row tile: ~8, and a load per vpdpbusd). The integer sums and the float
+// steps are gemm_tile's, so every output is its bits.
+template <class W, int kRows>
+void gemm_block(int64_t ng, const uint8_t* w, int64_t w_stride, const uint8_t* a, int64_t a_stride,
+                float* y, int64_t ldy) {
+  using Group = typename W::Group;
+  constexpr int T = 4;
+  constexpr bool kSplit = W::kSplitChains;
+  const __m512i mask = _mm512_set1_epi8(0x0f);
+  __m512 acc[kRows][T];
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t g = 0; g < ng; ++g) {
+    const BlockQ8_0x16A* ag[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+      ag[t] = reinterpret_cast<const BlockQ8_0x16A*>(a + t * a_stride) + g;
+    const Group* wg[kRows];
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) wg[r] = reinterpret_cast<const Group*>(w + r * w_stride) + g;
+    __m512i lanes[kRows][T], odd[kRows][T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m512i start = group_start<W>(*ag[t]);
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) lanes[r][t] = start, odd[r][t] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      __m512i av[T];
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        av[t] = _mm512_loadu_si512(ag[t]->qs + 64 * k);
+        // In a register: folded into each vpdpbusd as a memory operand (GCC's choice),
+        // the vector is loaded once per row, and the loads, not the vpdpbusd, set the pace.
+        __asm__("" : "+v"(av[t]));
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) {
+        const __m512i wv = W::vec(*wg[r], k, mask);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          if (kSplit && k % 2 == 1)
+            odd[r][t] = _mm512_dpbusd_epi32(odd[r][t], wv, av[t]);
+          else
+            lanes[r][t] = _mm512_dpbusd_epi32(lanes[r][t], wv, av[t]);
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t)
+        if (kSplit) lanes[r][t] = _mm512_add_epi32(lanes[r][t], odd[r][t]);
+    }
+    __m512 ad[T], asum[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      ad[t] = _mm512_loadu_ps(ag[t]->d);
+      if constexpr (W::kHasMin) asum[t] = _mm512_cvtepi32_ps(_mm512_loadu_si512(ag[t]->sum));
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 dw =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg[r]->d)));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        acc[r][t] =
+            _mm512_fmadd_ps(_mm512_mul_ps(dw, ad[t]), _mm512_cvtepi32_ps(lanes[r][t]), acc[r][t]);
+      }
+      if constexpr (W::kHasMin) {
+        const __m512 mw =
+            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg[r]->m)));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t)
+          acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(mw, ad[t]), asum[t], acc[r][t]);
+      }
+    }
+  }
+  store_block_sums<kRows, T>(acc, y, ldy);
+}
+
+// The row kernel for gemm_rows_by_token_tiles and gemm_by_row_blocks (token_tiles.h).
+template <class W>
+struct GroupRows {
+  // 2 rows x 4 tokens: 8 (Q8_0: 16) int32 and 8 float accumulators, 4 activation vectors.
+  // 3 and 4 rows measured no faster (4 spills float accumulators).
+  static constexpr int kBlockRows = 2;
+  template <int T, bool kPageKick>
+  static void tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
+                   int64_t ldy) {
+    gemm_tile<W, T, kPageKick>(ng, w, a, a_stride, y, ldy);
+  }
+  static void block(int64_t ng, const uint8_t* w, int64_t w_stride, const uint8_t* a,
+                    int64_t a_stride, float* y, int64_t ldy) {
+    gemm_block<W, kBlockRows>(ng, w, w_stride, a, a_stride, y, ldy);
+  }
+};
+
+}  // namespace
+}  // namespace strata::kernels::avx512
