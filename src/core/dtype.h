@@ -49,6 +49,7 @@ enum class DType : uint32_t {
   Q5_0_X16 = 74,
   Q5_1_X16 = 75,
   IQ4_NL_X16 = 76,
+  Q2_K_X16 = 77,
 };
 
 struct DTypeInfo {

@@ -41,12 +41,13 @@ const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16, DType::Q8_0, DType::Q8_0_X
                        {DType::Q4_1, DType::Q4_1_X16, DType::Q8_0, DType::Q8_0_X16A},
                        {DType::Q5_0, DType::Q5_0_X16, DType::Q8_0, DType::Q8_0_X16A},
                        {DType::Q5_1, DType::Q5_1_X16, DType::Q8_0, DType::Q8_0_X16A},
-                       {DType::IQ4_NL, DType::IQ4_NL_X16, DType::Q8_0, DType::Q8_0_X16A}};
+                       {DType::IQ4_NL, DType::IQ4_NL_X16, DType::Q8_0, DType::Q8_0_X16A},
+                       {DType::Q2_K, DType::Q2_K_X16, DType::Q8_K, DType::Q8_K_X16A}};
 
-// Q4_1_X16 .. IQ4_NL_X16 have AVX-512 kernels only (AVX2 machines keep the file layouts).
+// Q4_1_X16 .. Q2_K_X16 have AVX-512 kernels only (AVX2 machines keep the file layouts).
 bool avx512_only(DType x16) {
   return x16 == DType::Q4_1_X16 || x16 == DType::Q5_0_X16 || x16 == DType::Q5_1_X16 ||
-         x16 == DType::IQ4_NL_X16;
+         x16 == DType::IQ4_NL_X16 || x16 == DType::Q2_K_X16;
 }
 
 // The fp16 super-block scales of a repacked row: leading each X16 group (16 of them, one
@@ -65,6 +66,10 @@ uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
   // IQ4_XS_X16: the scale of blocks 0 and 1.
   if (p.x16 == DType::IQ4_XS_X16) return &reinterpret_cast<BlockIQ4_XSx16*>(row)[i].d;
   if (p.x16 == DType::Q3_K_X16) return &reinterpret_cast<BlockQ3_Kx16*>(row)[i].d;
+  if (p.x16 == DType::Q2_K_X16) {
+    auto* blocks = reinterpret_cast<BlockQ2_Kx16*>(row);
+    return i == 0 ? &blocks[0].d : &blocks[1].dmin;
+  }
   // Q4_1_X16, Q5_1_X16: block 0's scale and block 1's offset.
   if (p.x16 == DType::Q4_1_X16) {
     auto& g = *reinterpret_cast<BlockQ4_1x16*>(row);
@@ -104,7 +109,7 @@ TEST(Interleaved, LayoutsHaveTheSizeOfWhatTheyReplace) {
   for (DType t :
        {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16, DType::Q8_K_X16A,
         DType::Q4_K_X16, DType::Q5_K_X16, DType::IQ4_XS_X16, DType::Q3_K_X16, DType::Q4_1_X16,
-        DType::Q5_0_X16, DType::Q5_1_X16, DType::IQ4_NL_X16}) {
+        DType::Q5_0_X16, DType::Q5_1_X16, DType::IQ4_NL_X16, DType::Q2_K_X16}) {
     EXPECT_FALSE(dtype_info(static_cast<uint32_t>(t)).has_value());
     EXPECT_FALSE(dtype_from_name(dtype_name(t)).has_value());
   }
@@ -163,6 +168,7 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
     EXPECT_EQ(repacked_weight_type(p.file, 2048), avx512 ? p.x16 : p.file);
     EXPECT_EQ(repacked_weight_type(p.file, 480), p.file);
     EXPECT_THROW(repack_weight_rows(p.file, p.x16, buf.data(), 1, 480), Error);
+    EXPECT_THROW(repack_weight_rows(p.file, p.x16, buf.data(), 1, 200), Error);
     EXPECT_THROW(repack_weight_rows(p.file, DType::Q4_0_X16, buf.data(), 1, 512), Error);
   }
 }
@@ -345,7 +351,8 @@ void expect_extremes_match_scalar_models(KernelIsa isa) {
   }
   const int64_t ab_bytes = nb * static_cast<int64_t>(sizeof(BlockQ8_Kx16A));
   Rng rng(5);
-  for (const DType type : {DType::Q6_K_X16, DType::Q4_K_X16, DType::Q5_K_X16}) {
+  for (const DType type : {DType::Q6_K_X16, DType::Q4_K_X16, DType::Q5_K_X16, DType::Q2_K_X16}) {
+    if (isa < KernelIsa::avx512_vnni && avx512_only(type)) continue;
     const TypeTraits& ref = reference_type_traits(type);
     const TypeTraits& fast = type_traits_for(isa, type);
     const int64_t wb = row_bytes(type, cols);
@@ -372,6 +379,11 @@ void expect_extremes_match_scalar_models(KernelIsa isa) {
             std::memset(blk.qs, q, sizeof blk.qs);
             fill_scales(blk.scales, sizeof blk.scales);
             blk.d = 0x3c00, blk.dmin = 0x3800;  // 1, 0.5
+          } else if (type == DType::Q2_K_X16) {
+            auto& blk = reinterpret_cast<BlockQ2_Kx16*>(row)[b];
+            std::memset(blk.qs, q, sizeof blk.qs);
+            fill_scales(blk.scales, sizeof blk.scales);
+            blk.d = 0x3c00, blk.dmin = 0x3800;
           } else {
             auto& blk = reinterpret_cast<BlockQ5_Kx16*>(row)[b];
             std::memset(blk.qs, q, sizeof blk.qs);
@@ -428,6 +440,26 @@ TEST(Interleaved, Q3KArrangeRoundTripsAndPlacesLanes) {
       const int k = (e % 16) / 4, n = 4 * (e / 16) + e % 4;
       const int lane = ((x.qs[n] >> (2 * k)) & 3) | ((x.hmask[8 * k + n / 8] >> (n % 8)) & 1) << 2;
       ASSERT_EQ(file, lane) << "element " << e;
+    }
+  }
+}
+
+// Q2_K likewise: the round trip is exact and element 16j + 4k + i lands at bits 2k, 2k + 1
+// of qs[4j + i].
+TEST(Interleaved, Q2KArrangeRoundTripsAndPlacesLanes) {
+  Rng rng(12);
+  const auto w = test::random_weights(DType::Q2_K, 1, 4 * kQK_K, rng);
+  const auto* blocks = reinterpret_cast<const BlockQ2_K*>(w.data());
+  for (int b = 0; b < 4; ++b) {
+    BlockQ2_Kx16 x;
+    BlockQ2_K back;
+    arrange_q2_k_x16(&blocks[b], &x);
+    unarrange_q2_k_x16(x, &back);
+    EXPECT_EQ(0, std::memcmp(&back, &blocks[b], sizeof back)) << "block " << b;
+    for (int e = 0; e < kQK_K; ++e) {
+      const int file = (blocks[b].qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+      const int k = (e % 16) / 4, n = 4 * (e / 16) + e % 4;
+      ASSERT_EQ(file, (x.qs[n] >> (2 * k)) & 3) << "element " << e;
     }
   }
 }

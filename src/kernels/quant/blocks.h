@@ -291,6 +291,19 @@ struct BlockIQ4_XSx16 {
 //   scales, d         as in Q3_K (value = d * (sc[j] - 32) * (low + 4 * bit - 4))
 // The activations are Q8_K_X16A: the kernels take low + 4 * bit (unsigned) and start lane j
 // from bias[j] / 8 = -4 * the lane's activation sum, which cancels the +4.
+// Q2_K_X16: one Q2_K super-block with its 2-bit quants in lane order, int32 lane j working
+// on sub-block j; element 16j + 4k + i (k, i < 4), n = 4j + i:
+//   qs[n]             bits 2k, 2k + 1: the element's quant (vector k is one 16-bit shift
+//                     and an and away)
+//   scales, d, dmin   as in Q2_K (value = d * (scales[j] & 15) * q - dmin * (scales[j] >> 4))
+// The activations are Q8_K_X16A: bias[j] (-32 x the lane's sum) carries the min term.
+struct BlockQ2_Kx16 {
+  uint8_t scales[kQK_K / 16];
+  uint8_t qs[kQK_K / 4];
+  uint16_t d;
+  uint16_t dmin;
+};
+
 struct BlockQ3_Kx16 {
   uint8_t hmask[kQK_K / 8];
   uint8_t qs[kQK_K / 4];
@@ -300,6 +313,7 @@ struct BlockQ3_Kx16 {
 
 static_assert(sizeof(BlockIQ4_XSx16) == 136);
 static_assert(sizeof(BlockQ3_Kx16) == 110);
+static_assert(sizeof(BlockQ2_Kx16) == 84);
 static_assert(sizeof(BlockQ4_Kx16) == 144);
 static_assert(sizeof(BlockQ5_Kx16) == 176);
 static_assert(sizeof(BlockQ6_Kx16) == 210);

@@ -22,24 +22,25 @@
 namespace strata::kernels {
 
 DType repacked_weight_type(DType type, int64_t cols) {
-  if (type == DType::Q6_K || type == DType::Q4_K || type == DType::Q5_K || type == DType::IQ4_XS ||
-      type == DType::Q3_K) {
-    const bool ok = cols > 0 && cols % kQK_K == 0 && cpu_kernel_isa() >= KernelIsa::avx2;
-    if (!ok) return type;
+  const KernelIsa isa = cpu_kernel_isa();
+  if (cols <= 0 || isa < KernelIsa::avx2) return type;
+  const bool super_blocks = cols % kQK_K == 0, groups = cols % kQKX16 == 0;
+  if (super_blocks) {
     if (type == DType::Q6_K) return DType::Q6_K_X16;
+    if (type == DType::Q4_K) return DType::Q4_K_X16;
+    if (type == DType::Q5_K) return DType::Q5_K_X16;
     if (type == DType::IQ4_XS) return DType::IQ4_XS_X16;
     if (type == DType::Q3_K) return DType::Q3_K_X16;
-    return type == DType::Q4_K ? DType::Q4_K_X16 : DType::Q5_K_X16;
   }
-  if (cols <= 0 || cols % kQKX16 != 0 || cpu_kernel_isa() < KernelIsa::avx2) return type;
-  if (type == DType::Q4_0) return DType::Q4_0_X16;
-  if (type == DType::Q8_0) return DType::Q8_0_X16;
-  // These four have AVX-512 kernels only; with AVX2 their file-layout kernels run.
-  if (cpu_kernel_isa() < KernelIsa::avx512_vnni) return type;
-  if (type == DType::Q4_1) return DType::Q4_1_X16;
-  if (type == DType::Q5_0) return DType::Q5_0_X16;
-  if (type == DType::Q5_1) return DType::Q5_1_X16;
-  if (type == DType::IQ4_NL) return DType::IQ4_NL_X16;
+  if (groups && type == DType::Q4_0) return DType::Q4_0_X16;
+  if (groups && type == DType::Q8_0) return DType::Q8_0_X16;
+  // These have AVX-512 kernels only; with AVX2 their file-layout kernels run.
+  if (isa < KernelIsa::avx512_vnni) return type;
+  if (super_blocks && type == DType::Q2_K) return DType::Q2_K_X16;
+  if (groups && type == DType::Q4_1) return DType::Q4_1_X16;
+  if (groups && type == DType::Q5_0) return DType::Q5_0_X16;
+  if (groups && type == DType::Q5_1) return DType::Q5_1_X16;
+  if (groups && type == DType::IQ4_NL) return DType::IQ4_NL_X16;
   return type;
 }
 
@@ -91,6 +92,9 @@ void repack_weight_rows(DType from, DType to, void* data, int64_t rows, int64_t 
   } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q3_K &&
              to == DType::Q3_K_X16) {
     repack_groups<BlockQ3_K, BlockQ3_Kx16, arrange_q3_k_x16, 1>(data, rows * (cols / kQK_K));
+  } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q2_K &&
+             to == DType::Q2_K_X16) {
+    repack_groups<BlockQ2_K, BlockQ2_Kx16, arrange_q2_k_x16, 1>(data, rows * (cols / kQK_K));
   } else {
     throw Error("kernels: cannot repack " + std::string(dtype_name(from)) + " rows of " +
                 std::to_string(cols) + " elements as " + std::string(dtype_name(to)));

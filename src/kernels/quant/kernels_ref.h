@@ -60,6 +60,10 @@ float q5_1_x16_vec_dot(int64_t n, const void* w, const void* a);
 void iq4_nl_x16_to_float(const void* src, float* dst, int64_t n);
 void iq4_nl_x16_from_float(const float* src, void* dst, int64_t n);
 float iq4_nl_x16_vec_dot(int64_t n, const void* w, const void* a);
+// Q2_K_X16 weights (kquant_x16_ref.cpp) take Q8_K_X16A activations.
+void q2_k_x16_to_float(const void* src, float* dst, int64_t n);
+void q2_k_x16_from_float(const float* src, void* dst, int64_t n);
+float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q8_0_x16a_to_float(const void* src, float* dst, int64_t n);
 void q8_0_x16a_from_float(const float* src, void* dst, int64_t n);
 // ... and Q6_K_X16 weights (256-element super-blocks) take Q8_K_X16A activations.

@@ -26,6 +26,7 @@ namespace {
 
 struct Iq4x16 {
   using Block = BlockIQ4_XSx16;
+  static constexpr bool kHasMin = false;
   // Lane j's scale ls[j / 2] - 32, as int32.
   static __m512i lane_scales(const Block& wb) {
     const __m128i sc_index = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);

@@ -1,14 +1,18 @@
 // The AVX-512 VNNI row tile and 2 x 4 register block shared by the repacked K-type layouts
-// whose 16-element lanes carry one signed integer scale and no min (Q3_K_X16,
-// IQ4_XS_X16) against Q8_K_X16A activations. A layout supplies W:
+// whose 16-element lanes carry one integer scale and at most one min (Q3_K_X16,
+// IQ4_XS_X16; Q2_K_X16 with mins) against Q8_K_X16A activations. A layout supplies W:
 //   using Block;                                          // one super-block of one row
+//   static constexpr bool kHasMin;                        // lanes have mins (value - dmin x m)
 //   static __m512i lane_scales(const Block&);             // int32 scale per lane
+//   static __m512i lane_mins(const Block&);               // int32 min per lane (kHasMin)
 //   static __m512i lane_starts(const BlockQ8_Kx16A&);     // cancels the quants' offset
 //   static __m512i vec(const Block&, int k);              // quant vector k (unsigned)
-// Per super-block and (row, token): 4 vpdpbusd from the start, one vpmulld by the scales,
-// one convert and one fma by d_w x d_a; every integer step is exact and the float steps
-// follow the layout's scalar model in the same order, so each output is its bits whatever
-// the tile, batch or thread split.
+// and the block's fp16 d (and dmin). Per super-block and (row, token): 4 vpdpbusd from the
+// start, one vpmulld by the scales, one convert and one fma by d_w x d_a; with mins one
+// more vpmulld of the activation's bias (-32 x the lane's sum) by the mins, a convert and an
+// fma by dmin_w x d_a / 32. Every integer step is exact and the float steps follow the
+// layout's scalar model in the same order, so each output is its bits whatever the tile,
+// batch or thread split.
 // Included by kernel files compiled for AVX-512, so it has internal linkage.
 #pragma once
 
@@ -36,6 +40,9 @@ void lane_scaled_tile(int64_t nb, const typename W::Block* w, const uint8_t* a, 
     if constexpr (kPageKick) prefetch_page_ahead(&wb, sizeof(wb));
     const __m512i scales = W::lane_scales(wb);
     const float dw = _cvtsh_ss(wb.d);
+    __m512i mins;
+    float dmw = 0.0f;
+    if constexpr (W::kHasMin) mins = W::lane_mins(wb), dmw = _cvtsh_ss(wb.dmin);
     const __m512i q0 = W::vec(wb, 0), q1 = W::vec(wb, 1);
     const __m512i q2 = W::vec(wb, 2), q3 = W::vec(wb, 3);
 #pragma GCC unroll 4
@@ -49,6 +56,11 @@ void lane_scaled_tile(int64_t nb, const typename W::Block* w, const uint8_t* a, 
       odd = _mm512_dpbusd_epi32(odd, q3, _mm512_loadu_si512(ab.qs + 192));
       const __m512i scaled = _mm512_mullo_epi32(_mm512_add_epi32(lanes, odd), scales);
       acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * ab.d), _mm512_cvtepi32_ps(scaled), acc[t]);
+      if constexpr (W::kHasMin) {
+        const __m512i min_terms = _mm512_mullo_epi32(_mm512_loadu_si512(ab.bias), mins);
+        acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dmw * ab.d * 0.03125f),
+                                 _mm512_cvtepi32_ps(min_terms), acc[t]);
+      }
     }
   }
 #pragma GCC unroll 4
@@ -64,6 +76,7 @@ void lane_scaled_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uin
                        int64_t a_stride, float* y, int64_t ldy) {
   using Block = typename W::Block;
   constexpr int T = 4;
+  const __m512 c32 = _mm512_set1_ps(0.03125f);
   __m512 acc[kRows][T];
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
@@ -112,6 +125,16 @@ void lane_scaled_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uin
         const __m512i scaled = _mm512_mullo_epi32(lanes[r][t], scales);
         acc[r][t] =
             _mm512_fmadd_ps(_mm512_mul_ps(dw, ad[t]), _mm512_cvtepi32_ps(scaled), acc[r][t]);
+      }
+      if constexpr (W::kHasMin) {
+        const __m512i mins = W::lane_mins(*wb[r]);
+        const __m512 dmw = _mm512_set1_ps(_cvtsh_ss(wb[r]->dmin));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m512i min_terms = _mm512_mullo_epi32(_mm512_loadu_si512(ab[t]->bias), mins);
+          acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_mul_ps(dmw, ad[t]), c32),
+                                      _mm512_cvtepi32_ps(min_terms), acc[r][t]);
+        }
       }
     }
   }

@@ -27,6 +27,7 @@ namespace {
 
 struct Q3x16 {
   using Block = BlockQ3_Kx16;
+  static constexpr bool kHasMin = false;
   // Lane j's scale sc[j] - 32, as int32.
   static __m512i lane_scales(const Block& wb) {
     return _mm512_cvtepi8_epi32(unpack_q3_k_scales(wb.scales));

@@ -151,6 +151,31 @@ void unarrange_q3_k_x16(const BlockQ3_Kx16& src, BlockQ3_K* dst) {
   dst->d = src.d;
 }
 
+// Q2_K: element e = 128h + 32c + l is bits 2c, 2c + 1 of qs[32h + l]. Q2_K_X16 (e = 16j +
+// 4k + i, n = 4j + i): bits 2k, 2k + 1 of qs[n].
+void arrange_q2_k_x16(const BlockQ2_K* src, BlockQ2_Kx16* dst) {
+  std::memset(dst->qs, 0, sizeof(dst->qs));
+  for (int e = 0; e < kQK_K; ++e) {
+    const int q = (src->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+    const int k = (e % 16) / 4, n = 4 * (e / 16) + e % 4;
+    dst->qs[n] = static_cast<uint8_t>(dst->qs[n] | q << (2 * k));
+  }
+  std::memcpy(dst->scales, src->scales, sizeof(dst->scales));
+  dst->d = src->d, dst->dmin = src->dmin;
+}
+
+void unarrange_q2_k_x16(const BlockQ2_Kx16& src, BlockQ2_K* dst) {
+  std::memset(dst->qs, 0, sizeof(dst->qs));
+  for (int e = 0; e < kQK_K; ++e) {
+    const int k = (e % 16) / 4, n = 4 * (e / 16) + e % 4;
+    const int q = (src.qs[n] >> (2 * k)) & 3;
+    uint8_t& out = dst->qs[32 * (e / 128) + e % 32];
+    out = static_cast<uint8_t>(out | q << (2 * ((e % 128) / 32)));
+  }
+  std::memcpy(dst->scales, src.scales, sizeof(dst->scales));
+  dst->d = src.d, dst->dmin = src.dmin;
+}
+
 namespace ref {
 
 void q4_k_x16_to_float(const void* src, float* dst, int64_t n) {
@@ -314,6 +339,46 @@ float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
         }
       }
       acc[j] = std::fma(scale, static_cast<float>(lane * sc), acc[j]);
+    }
+  }
+  for (int width = kQK_K / 32; width >= 1; width /= 2) {
+    for (int i = 0; i < width; ++i) acc[i] += acc[i + width];
+  }
+  return acc[0];
+}
+
+void q2_k_x16_to_float(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ2_Kx16*>(src);
+  BlockQ2_K block;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    unarrange_q2_k_x16(blocks[b], &block);
+    q2_k_to_float(&block, dst + b * kQK_K, kQK_K);
+  }
+}
+
+void q2_k_x16_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ2_K, BlockQ2_Kx16, q2_k_from_float, arrange_q2_k_x16, kQK_K>(src, dst, n);
+}
+
+// The exact model of kquant_q2_x16_avx512.cpp, q4_k_x16_vec_dot's steps with lane j's own
+// 4-bit scale and min (scales[j] & 15, scales[j] >> 4): |lane x sc| <= 16 x 3 x 127 x 15
+// and |bias x m| <= 32 x 16 x 127 x 15, both below 2^24.
+float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  const auto* wb = static_cast<const BlockQ2_Kx16*>(w);
+  const auto* ab = static_cast<const BlockQ8_Kx16A*>(a);
+  float acc[kQK_K / 16] = {};
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float scale = fp16_to_fp32(wb[b].d) * ab[b].d;
+    const float min_scale = fp16_to_fp32(wb[b].dmin) * ab[b].d * 0.03125f;
+    for (int j = 0; j < kQK_K / 16; ++j) {
+      const int sc = wb[b].scales[j] & 15, m = wb[b].scales[j] >> 4;
+      int32_t lane = 0;
+      for (int k = 0; k < 4; ++k) {
+        for (int i = 0; i < 4; ++i)
+          lane += ((wb[b].qs[4 * j + i] >> (2 * k)) & 3) * ab[b].qs[64 * k + 4 * j + i];
+      }
+      acc[j] = std::fma(scale, static_cast<float>(lane * sc), acc[j]);
+      acc[j] = std::fma(min_scale, static_cast<float>(ab[b].bias[j] * m), acc[j]);
     }
   }
   for (int width = kQK_K / 32; width >= 1; width /= 2) {
