@@ -47,23 +47,27 @@ inline __m128i unpack_q4_k_block_scales_mins(__m128i head) {
 }
 #endif
 
+#ifdef __AVX2__
 // The 16 6-bit scales of a Q3_K block minus their bias 32, as int8 in sub-block order.
 // Four sub-blocks per 32-bit word: word k holds the low nibbles of bytes 0-3 (k = 0),
 // 4-7 (k = 1) or their high nibbles (k = 2, 3), and bits 2k, 2k + 1 of bytes 8-11 on top.
+// One 16-byte load that ends with the 12 scale bytes: `packed` must have 4 readable bytes
+// before it (the quants precede the scales in Q3_K and Q3_K_X16 blocks), so the load never
+// reaches past the block.
 inline __m128i unpack_q3_k_scales(const uint8_t* packed) {
-  uint32_t a0, a1, a2;
-  std::memcpy(&a0, packed, 4);
-  std::memcpy(&a1, packed + 4, 4);
-  std::memcpy(&a2, packed + 8, 4);
-  const uint32_t low4 = 0x0f0f0f0f, low2 = 0x03030303;
-  const uint32_t w0 = (a0 & low4) | ((a2 & low2) << 4);
-  const uint32_t w1 = (a1 & low4) | (((a2 >> 2) & low2) << 4);
-  const uint32_t w2 = ((a0 >> 4) & low4) | (((a2 >> 4) & low2) << 4);
-  const uint32_t w3 = ((a1 >> 4) & low4) | (((a2 >> 6) & low2) << 4);
-  const __m128i biased = _mm_set_epi32(static_cast<int>(w3), static_cast<int>(w2),
-                                       static_cast<int>(w1), static_cast<int>(w0));
-  return _mm_sub_epi8(biased, _mm_set1_epi8(32));
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed - 4));
+  // Words [a0, a1, a0, a1] >> [0, 0, 4, 4] give the low nibbles; [a2] x 4 >> 2k the high bits.
+  const __m128i low =
+      _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 1)),
+                                   _mm_setr_epi32(0, 0, 4, 4)),
+                    _mm_set1_epi8(0x0f));
+  const __m128i high =
+      _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(3, 3, 3, 3)),
+                                   _mm_setr_epi32(0, 2, 4, 6)),
+                    _mm_set1_epi8(0x03));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi32(high, 4)), _mm_set1_epi8(32));
 }
+#endif
 
 // The 8 6-bit scales of an IQ4_XS block (0..63, still biased by 32), one byte each in the
 // low 8 bytes. Scale j is nibble j of scales_l (low nibble first) with bits 2j, 2j + 1 of
