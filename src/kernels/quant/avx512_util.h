@@ -13,6 +13,15 @@
 
 namespace strata::kernels::avx512 {
 
+// 64 bytes loaded once into a register. A vector that several instructions read is
+// otherwise folded into each of them as a memory operand by GCC (one load per use; from an
+// unaligned address, each a cache-line-split load).
+static inline __m512i load_in_register(const void* p) {
+  __m512i v = _mm512_loadu_si512(p);
+  __asm__("" : "+v"(v));
+  return v;
+}
+
 // The 16 lanes summed as a tree: lane i + 8, then + 4, + 2, + 1 (the scalar models'
 // order, and the AVX2 kernels' sum of their two 8-lane accumulators).
 static inline float hsum16(__m512 acc) {

@@ -46,6 +46,17 @@ struct Iq4x16 {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     return _mm512_shuffle_epi8(grid, _mm512_and_si512(k < 2 ? l : _mm512_srli_epi16(l, 4), low4));
   }
+  static void vecs(const Block& wb, __m512i (&q)[4]) {
+    const __m512i grid = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15));
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 2
+    for (int c = 0; c < 2; ++c) {
+      const __m512i l = load_in_register(wb.qs + 64 * c);
+      q[c] = _mm512_shuffle_epi8(grid, _mm512_and_si512(l, low4));
+      q[c + 2] = _mm512_shuffle_epi8(grid, _mm512_and_si512(_mm512_srli_epi16(l, 4), low4));
+    }
+  }
 };
 using Rows = LaneScaledRows<Iq4x16>;
 

@@ -7,6 +7,7 @@
 //   static __m512i lane_mins(const Block&);               // int32 min per lane (kHasMin)
 //   static __m512i lane_starts(const BlockQ8_Kx16A&);     // cancels the quants' offset
 //   static __m512i vec(const Block&, int k);              // quant vector k (unsigned)
+//   static void vecs(const Block&, __m512i (&q)[4]);      // all four, each byte loaded once
 // and the block's fp16 d (and dmin). Per super-block and (row, token): 4 vpdpbusd from the
 // start, one vpmulld by the scales, one convert and one fma by d_w x d_a; with mins one
 // more vpmulld of the activation's bias (-32 x the lane's sum) by the mins, a convert and an
@@ -43,17 +44,17 @@ void lane_scaled_tile(int64_t nb, const typename W::Block* w, const uint8_t* a, 
     __m512i mins;
     float dmw = 0.0f;
     if constexpr (W::kHasMin) mins = W::lane_mins(wb), dmw = _cvtsh_ss(wb.dmin);
-    const __m512i q0 = W::vec(wb, 0), q1 = W::vec(wb, 1);
-    const __m512i q2 = W::vec(wb, 2), q3 = W::vec(wb, 3);
+    __m512i q[4];
+    W::vecs(wb, q);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
       // Two chains of 2 (integer sums, so the split cannot change the result).
       __m512i lanes = W::lane_starts(ab), odd = _mm512_setzero_si512();
-      lanes = _mm512_dpbusd_epi32(lanes, q0, _mm512_loadu_si512(ab.qs));
-      odd = _mm512_dpbusd_epi32(odd, q1, _mm512_loadu_si512(ab.qs + 64));
-      lanes = _mm512_dpbusd_epi32(lanes, q2, _mm512_loadu_si512(ab.qs + 128));
-      odd = _mm512_dpbusd_epi32(odd, q3, _mm512_loadu_si512(ab.qs + 192));
+      lanes = _mm512_dpbusd_epi32(lanes, q[0], _mm512_loadu_si512(ab.qs));
+      odd = _mm512_dpbusd_epi32(odd, q[1], _mm512_loadu_si512(ab.qs + 64));
+      lanes = _mm512_dpbusd_epi32(lanes, q[2], _mm512_loadu_si512(ab.qs + 128));
+      odd = _mm512_dpbusd_epi32(odd, q[3], _mm512_loadu_si512(ab.qs + 192));
       const __m512i scaled = _mm512_mullo_epi32(_mm512_add_epi32(lanes, odd), scales);
       acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * ab.d), _mm512_cvtepi32_ps(scaled), acc[t]);
       if constexpr (W::kHasMin) {

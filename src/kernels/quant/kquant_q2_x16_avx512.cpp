@@ -38,6 +38,12 @@ struct Q2x16 {
     const __m512i l = _mm512_loadu_si512(wb.qs);
     return _mm512_and_si512(_mm512_srli_epi16(l, 2 * k), _mm512_set1_epi8(3));
   }
+  static void vecs(const Block& wb, __m512i (&q)[4]) {
+    const __m512i l = load_in_register(wb.qs);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+      q[k] = _mm512_and_si512(_mm512_srli_epi16(l, 2 * k), _mm512_set1_epi8(3));
+  }
 };
 using Rows = LaneScaledRows<Q2x16>;
 
