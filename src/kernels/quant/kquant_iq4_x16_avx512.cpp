@@ -27,11 +27,24 @@ namespace {
 struct Iq4x16 {
   using Block = BlockIQ4_XSx16;
   static constexpr bool kHasMin = false;
-  // Lane j's scale ls[j / 2] - 32, as int32.
+  // Lane j's scale ls[j / 2] - 32, as int32, from one 16-byte load of the block's start
+  // (d, scales_h, scales_l, then quants): byte j takes nibble j / 2 of scales_l (scales_l[j /
+  // 4] shifted by 4 (j / 2 % 2)) and bits 2 (j / 2), 2 (j / 2) + 1 of scales_h (byte 2 + j /
+  // 8 shifted by 2 (j / 2 % 4)); the shifts are per 16-bit pair of lanes (vpsrlvw).
   static __m512i lane_scales(const Block& wb) {
-    const __m128i sc_index = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-    const __m128i bytes = _mm_shuffle_epi8(iq4_xs_scale_bytes(wb.scales_h, wb.scales_l), sc_index);
-    return _mm512_sub_epi32(_mm512_cvtepu8_epi32(bytes), _mm512_set1_epi32(32));
+    const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&wb));
+    const __m128i low = _mm_and_si128(
+        _mm_srlv_epi16(
+            _mm_shuffle_epi8(head, _mm_setr_epi8(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)),
+            _mm_setr_epi16(0, 4, 0, 4, 0, 4, 0, 4)),
+        _mm_set1_epi8(0x0f));
+    const __m128i high = _mm_and_si128(
+        _mm_srlv_epi16(
+            _mm_shuffle_epi8(head, _mm_setr_epi8(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3)),
+            _mm_setr_epi16(0, 2, 4, 6, 0, 2, 4, 6)),
+        _mm_set1_epi8(0x03));
+    const __m128i ls = _mm_or_si128(low, _mm_slli_epi16(high, 4));
+    return _mm512_sub_epi32(_mm512_cvtepu8_epi32(ls), _mm512_set1_epi32(32));
   }
   // -128 x lane j's activation sum, the start that cancels the grid's +128.
   static __m512i lane_starts(const BlockQ8_Kx16A& ab) {

@@ -57,14 +57,12 @@ inline __m128i unpack_q4_k_block_scales_mins(__m128i head) {
 inline __m128i unpack_q3_k_scales(const uint8_t* packed) {
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed - 4));
   // Words [a0, a1, a0, a1] >> [0, 0, 4, 4] give the low nibbles; [a2] x 4 >> 2k the high bits.
-  const __m128i low =
-      _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 1)),
-                                   _mm_setr_epi32(0, 0, 4, 4)),
-                    _mm_set1_epi8(0x0f));
-  const __m128i high =
-      _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(3, 3, 3, 3)),
-                                   _mm_setr_epi32(0, 2, 4, 6)),
-                    _mm_set1_epi8(0x03));
+  const __m128i low = _mm_and_si128(
+      _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 1)), _mm_setr_epi32(0, 0, 4, 4)),
+      _mm_set1_epi8(0x0f));
+  const __m128i high = _mm_and_si128(
+      _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(3, 3, 3, 3)), _mm_setr_epi32(0, 2, 4, 6)),
+      _mm_set1_epi8(0x03));
   return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi32(high, 4)), _mm_set1_epi8(32));
 }
 #endif
