@@ -22,6 +22,15 @@ static inline __m512i load_in_register(const void* p) {
   return v;
 }
 
+// The 64-bit mask stored at p, loaded straight into a mask register (kmovq k, m64). From
+// C++ GCC often loads it into a general register first, and the move from there to a mask
+// register throttled the Q5_K and Q3_K GEMVs.
+static inline __mmask64 load_mask64(const void* p) {
+  __mmask64 m;
+  __asm__("kmovq %1, %0" : "=k"(m) : "m"(*static_cast<const uint64_t*>(p)));
+  return m;
+}
+
 // The 16 lanes summed as a tree: lane i + 8, then + 4, + 2, + 1 (the scalar models'
 // order, and the AVX2 kernels' sum of their two 8-lane accumulators).
 static inline float hsum16(__m512 acc) {

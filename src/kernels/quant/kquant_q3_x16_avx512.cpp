@@ -39,20 +39,16 @@ struct Q3x16 {
   // Quant vector k + 4 (in [0, 7]): the low 2 bits from one load of qs, bit 2 from
   // hmask's 64-bit word k.
   static __m512i vec(const Block& wb, int k) {
-    uint64_t hm;
-    std::memcpy(&hm, wb.hmask + 8 * k, 8);
     const __m512i l = _mm512_loadu_si512(wb.qs);
     const __m512i low = _mm512_and_si512(_mm512_srli_epi16(l, 2 * k), _mm512_set1_epi8(3));
-    return _mm512_mask_add_epi8(low, _cvtu64_mask64(hm), low, _mm512_set1_epi8(4));
+    return _mm512_mask_add_epi8(low, load_mask64(wb.hmask + 8 * k), low, _mm512_set1_epi8(4));
   }
   static void vecs(const Block& wb, __m512i (&q)[4]) {
     const __m512i l = load_in_register(wb.qs);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-      uint64_t hm;
-      std::memcpy(&hm, wb.hmask + 8 * k, 8);
       const __m512i low = _mm512_and_si512(_mm512_srli_epi16(l, 2 * k), _mm512_set1_epi8(3));
-      q[k] = _mm512_mask_add_epi8(low, _cvtu64_mask64(hm), low, _mm512_set1_epi8(4));
+      q[k] = _mm512_mask_add_epi8(low, load_mask64(wb.hmask + 8 * k), low, _mm512_set1_epi8(4));
     }
   }
 };

@@ -45,12 +45,10 @@ void gemm_tile(int64_t nb, const BlockQ5_Kx16* w, const uint8_t* a, int64_t a_st
     const __m512i q2 = _mm512_and_si512(_mm512_srli_epi16(l0, 4), low4);
     const __m512i q3 = _mm512_and_si512(_mm512_srli_epi16(l1, 4), low4);
     // The fifth bits: 64-bit word k of qh is the byte mask of quant vector k.
-    uint64_t hm[4];
-    std::memcpy(hm, wb.qh, sizeof(hm));
-    const __m512i q0h = _mm512_mask_add_epi8(q0, _cvtu64_mask64(hm[0]), q0, bit4);
-    const __m512i q1h = _mm512_mask_add_epi8(q1, _cvtu64_mask64(hm[1]), q1, bit4);
-    const __m512i q2h = _mm512_mask_add_epi8(q2, _cvtu64_mask64(hm[2]), q2, bit4);
-    const __m512i q3h = _mm512_mask_add_epi8(q3, _cvtu64_mask64(hm[3]), q3, bit4);
+    const __m512i q0h = _mm512_mask_add_epi8(q0, load_mask64(wb.qh), q0, bit4);
+    const __m512i q1h = _mm512_mask_add_epi8(q1, load_mask64(wb.qh + 8), q1, bit4);
+    const __m512i q2h = _mm512_mask_add_epi8(q2, load_mask64(wb.qh + 16), q2, bit4);
+    const __m512i q3h = _mm512_mask_add_epi8(q3, load_mask64(wb.qh + 24), q3, bit4);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
@@ -120,9 +118,8 @@ void gemm_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a
       for (int r = 0; r < kRows; ++r) {
         const __m512i l = _mm512_loadu_si512(wb[r]->qs + 64 * (k % 2));
         const __m512i lo = _mm512_and_si512(k < 2 ? l : _mm512_srli_epi16(l, 4), low4);
-        uint64_t hm;  // 64-bit word k of qh: the byte mask of vector k's fifth bits
-        std::memcpy(&hm, wb[r]->qh + 8 * k, sizeof(hm));
-        const __m512i q = _mm512_mask_add_epi8(lo, _cvtu64_mask64(hm), lo, bit4);
+        // 64-bit word k of qh: the byte mask of vector k's fifth bits
+        const __m512i q = _mm512_mask_add_epi8(lo, load_mask64(wb[r]->qh + 8 * k), lo, bit4);
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) lanes[r][t] = _mm512_dpbusd_epi32(lanes[r][t], q, av[t]);
       }
