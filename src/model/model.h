@@ -43,8 +43,8 @@ class Model {
   struct LoadOptions {
     WeightMemory memory = WeightMemory::huge_pages;
     // Rewrite matmul weights in place into a faster layout where this CPU has kernels for
-    // one (load_weights: Q4_0/Q8_0/Q6_K -> Q4_0_X16/Q8_0_X16/Q6_K_X16 with AVX2 or AVX-512
-    // VNNI). Needs owned
+    // one (load_weights, kernels::repacked_weight_type: Q4_0 -> Q4_0_X16 and the other
+    // X16 layouts with AVX2 or AVX-512 VNNI). Needs owned
     // memory, so it does nothing with WeightMemory::mmap. `--no-repack` turns it off.
     bool repack_weights = true;
     // MLA models only (`--mla-attention`): absorbed, decompressed or automatic (from_file

@@ -101,8 +101,8 @@ WeightMatrix* find_matrix(ModelWeights& weights, const ModelConfig& config,
 // Binds every tensor the config needs, checking names, shapes and types. Sets
 // config.n_vocab from the embedding.
 // With `repack`, each matrix used only by matmul (not the embedding, nor an output tied to
-// it) whose type has a faster layout on this CPU (kernels::repacked_weight_type: Q4_0 and
-// Q8_0 -> Q4_0_X16 and Q8_0_X16, Q6_K -> Q6_K_X16, with AVX2 or AVX-512) is
+// it) whose type has a faster layout on this CPU (kernels::repacked_weight_type: Q4_0 ->
+// Q4_0_X16, Q6_K -> Q6_K_X16, ..., with AVX2 or AVX-512) is
 // rewritten in place in the file's memory and bound with
 // that type. A read-only mapping (GgufFile::open) is never rewritten.
 ModelWeights load_weights(gguf::GgufFile& file, ModelConfig& config, bool repack);
