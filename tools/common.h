@@ -51,7 +51,8 @@ struct EngineFlags {
                  "(less resident memory, slower decode)");
     cmd.add_flag(
         "--no-repack", no_repack,
-        "keep weights in the file's block layout instead of repacking them (Q4_0, Q8_0, Q*_K, IQ4_*, Q4_1, Q5_*) for the "
+        "keep weights in the file's block layout instead of repacking them (Q4_0, Q8_0, Q*_K, "
+        "IQ4_*, Q4_1, Q5_*) for the "
         "AVX2/AVX-512 kernels at load (slower decode and prefill; same results up to float "
         "rounding)");
     cmd.add_option("--mla-attention", mla_attention,

@@ -6,8 +6,8 @@
 // activations (at most 127 in magnitude, the Q8_K quantizer's clamp: a pair is at most
 // 3810, vectors 0+1 and 2+3 summed in int16 at most 7620, no saturation), vpmaddwd by ones
 // widens to int32, lane j is the dot product of elements 16j .. 16j + 15; then the scale
-// and min multiplies, two converts and two fmas per half, lane by lane. Integer steps are
-// exact and the float steps are ref::q4_k_x16_vec_dot's (the halves added lane i + 8 first,
+// and min terms, two converts, two multiplies and two fmas per half, lane by lane. Integer steps
+// are exact and the float steps are ref::q4_k_x16_vec_dot's (the halves added lane i + 8 first,
 // then avx2_util's hsum tree), so every output is bit-identical to it and to the AVX-512
 // kernel.
 #include <immintrin.h>
@@ -42,13 +42,17 @@ void gemm_tile(int64_t nb, const BlockQ4_Kx16* w, const uint8_t* a, int64_t a_st
     const __m128i packed = unpack_q4_k_scales_mins(wb.scales);
     const __m128i sc_bytes = _mm_shuffle_epi8(packed, sc_index);
     const __m128i m_bytes = _mm_shuffle_epi8(packed, m_index);
-    const float dw = half_to_float(wb.d), dmw = half_to_float(wb.dmin);
+    const __m256 dw = _mm256_set1_ps(half_to_float(wb.d));
+    const __m256 dmw = _mm256_set1_ps(half_to_float(wb.dmin));
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
-      const __m256i scales =
-          _mm256_cvtepu8_epi32(h == 0 ? sc_bytes : _mm_unpackhi_epi64(sc_bytes, sc_bytes));
-      const __m256i mins =
-          _mm256_cvtepu8_epi32(h == 0 ? m_bytes : _mm_unpackhi_epi64(m_bytes, m_bytes));
+      // d x sc and dmin x m per lane (exact).
+      const __m256 dsc =
+          _mm256_mul_ps(dw, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                h == 0 ? sc_bytes : _mm_unpackhi_epi64(sc_bytes, sc_bytes))));
+      const __m256 dm = _mm256_mul_ps(
+          dmw, _mm256_cvtepi32_ps(
+                   _mm256_cvtepu8_epi32(h == 0 ? m_bytes : _mm_unpackhi_epi64(m_bytes, m_bytes))));
       const __m256i l0 = load32(wb.qs + 32 * h), l1 = load32(wb.qs + 64 + 32 * h);
       const __m256i q0 = _mm256_and_si256(l0, low4), q1 = _mm256_and_si256(l1, low4);
       const __m256i q2 = _mm256_and_si256(_mm256_srli_epi16(l0, 4), low4);
@@ -63,11 +67,11 @@ void gemm_tile(int64_t nb, const BlockQ4_Kx16* w, const uint8_t* a, int64_t a_st
                              _mm256_maddubs_epi16(q3, load32(ab.qs + 192 + 32 * h)));
         const __m256i lanes =
             _mm256_add_epi32(_mm256_madd_epi16(p01, ones), _mm256_madd_epi16(p23, ones));
-        const __m256 scaled = _mm256_cvtepi32_ps(_mm256_mullo_epi32(lanes, scales));
-        const __m256 min_terms =
-            _mm256_cvtepi32_ps(_mm256_mullo_epi32(load32(ab.bias + 8 * h), mins));
-        acc[h][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * ab.d), scaled, acc[h][t]);
-        acc[h][t] = _mm256_fmadd_ps(_mm256_set1_ps(dmw * ab.d * 0.03125f), min_terms, acc[h][t]);
+        acc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes),
+                                    _mm256_mul_ps(dsc, _mm256_set1_ps(ab.d)), acc[h][t]);
+        const __m256 bias = _mm256_mul_ps(_mm256_cvtepi32_ps(load32(ab.bias + 8 * h)),
+                                          _mm256_set1_ps(ab.d * 0.03125f));
+        acc[h][t] = _mm256_fmadd_ps(dm, bias, acc[h][t]);
       }
     }
   }

@@ -4,9 +4,10 @@
 // Per super-block and row: 2 loads of nibbles split into the 4 quant vectors (an and, or
 // a shift and an and), and the 6-bit scales and mins unpacked once and spread to one
 // int32 lane per 16 elements (a byte shuffle and a widening each). Per token: 4 vpdpbusd
-// (the quants are unsigned already) give lane j its sub-block half's dot product, one
-// vpmulld applies the scales, one more multiplies the activation's bias (-32 x the lane's
-// sum) by the mins, and two converts and two fmas accumulate, lane by lane. No horizontal
+// (the quants are unsigned already) give lane j its sub-block half's dot product; it is
+// converted and accumulated with d x sc x d_a, and the activation's bias (-32 x the lane's
+// sum) times d_a / 32 with dmin x m (the row's factors are formed once per super-block, the
+// token's once per token), lane by lane. No horizontal
 // sum per block, unlike the file layout's kernel (kquant_avx512.cpp). Every integer step is
 // exact and the float steps are ref::q4_k_x16_vec_dot's, so each output is bit-identical to
 // it, whatever the tile, batch or thread split. A GEMM's full 4-token tiles run as register
@@ -42,10 +43,14 @@ void gemm_tile(int64_t nb, const BlockQ4_Kx16* w, const uint8_t* a, int64_t a_st
     // d, dmin and the scales in one load (the converts are _cvtsh_ss's).
     const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&wb));
     const __m128i packed = unpack_q4_k_block_scales_mins(head);
-    const __m512i scales = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(packed, sc_index));
-    const __m512i mins = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(packed, m_index));
     const __m128 dd = _mm_cvtph_ps(head);
-    const float dw = _mm_cvtss_f32(dd), dmw = _mm_cvtss_f32(_mm_movehdup_ps(dd));
+    // d x sc and dmin x m per lane (exact).
+    const __m512 dsc =
+        _mm512_mul_ps(_mm512_broadcastss_ps(dd),
+                      _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(packed, sc_index))));
+    const __m512 dm =
+        _mm512_mul_ps(_mm512_broadcastss_ps(_mm_movehdup_ps(dd)),
+                      _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(packed, m_index))));
     const __m512i l0 = _mm512_loadu_si512(wb.qs), l1 = _mm512_loadu_si512(wb.qs + 64);
     const __m512i q0 = _mm512_and_si512(l0, low4), q1 = _mm512_and_si512(l1, low4);
     const __m512i q2 = _mm512_and_si512(_mm512_srli_epi16(l0, 4), low4);
@@ -59,11 +64,11 @@ void gemm_tile(int64_t nb, const BlockQ4_Kx16* w, const uint8_t* a, int64_t a_st
       odd = _mm512_dpbusd_epi32(odd, q1, _mm512_loadu_si512(ab.qs + 64));
       lanes = _mm512_dpbusd_epi32(lanes, q2, _mm512_loadu_si512(ab.qs + 128));
       odd = _mm512_dpbusd_epi32(odd, q3, _mm512_loadu_si512(ab.qs + 192));
-      const __m512i scaled = _mm512_mullo_epi32(_mm512_add_epi32(lanes, odd), scales);
-      const __m512i min_terms = _mm512_mullo_epi32(_mm512_loadu_si512(ab.bias), mins);
-      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * ab.d), _mm512_cvtepi32_ps(scaled), acc[t]);
-      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dmw * ab.d * 0.03125f), _mm512_cvtepi32_ps(min_terms),
-                               acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(lanes, odd)),
+                               _mm512_mul_ps(dsc, _mm512_set1_ps(ab.d)), acc[t]);
+      const __m512 bias = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(ab.bias)),
+                                        _mm512_set1_ps(ab.d * 0.03125f));
+      acc[t] = _mm512_fmadd_ps(dm, bias, acc[t]);
     }
   }
 #pragma GCC unroll 4
@@ -83,7 +88,6 @@ void gemm_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const __m128i sc_index = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
   const __m128i m_index = _mm_add_epi8(sc_index, _mm_set1_epi8(8));
-  const __m512 c32 = _mm512_set1_ps(0.03125f);
   __m512 acc[kRows][T];
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
@@ -121,35 +125,31 @@ void gemm_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a
         for (int t = 0; t < T; ++t) lanes[r][t] = _mm512_dpbusd_epi32(lanes[r][t], q, av[t]);
       }
     }
-    __m512 ad[T];
+    // The token factors: d_a, and the bias times d_a / 32.
+    __m512 ad[T], bias[T];
 #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) ad[t] = _mm512_set1_ps(ab[t]->d);
-    __m512 bias[T];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) bias[t] = _mm512_cvtepi32_ps(_mm512_loadu_si512(ab[t]->bias));
+    for (int t = 0; t < T; ++t) {
+      ad[t] = _mm512_set1_ps(ab[t]->d);
+      bias[t] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(ab[t]->bias)),
+                              _mm512_set1_ps(ab[t]->d * 0.03125f));
+    }
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
+      // The row factors: d x sc and dmin x m per lane (exact).
       const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[r]));
       const __m128i packed = unpack_q4_k_block_scales_mins(head);
-      const __m512i scales = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(packed, sc_index));
-      const __m512 mins =
-          _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(packed, m_index)));
       const __m128 dd = _mm_cvtph_ps(head);
-      const __m512 dw = _mm512_broadcastss_ps(dd);
-      const __m512 dmw = _mm512_broadcastss_ps(_mm_movehdup_ps(dd));
+      const __m512 dsc = _mm512_mul_ps(
+          _mm512_broadcastss_ps(dd),
+          _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(packed, sc_index))));
+      const __m512 dm = _mm512_mul_ps(
+          _mm512_broadcastss_ps(_mm_movehdup_ps(dd)),
+          _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(packed, m_index))));
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        // vpdpwssd of the low 16-bit halves (the high ones are 0 in scales): the product
-        // of the vpmulld in gemm_tile, exactly, since a lane sum fits 16 bits (|16 x 15 x
-        // 127| = 30480, the quantizer's quants being in [-127, 127]; 5% faster here). The
-        // min term in float: bias and min convert exactly and so does their product
-        // (|32 x 16 x 128| x 63 < 2^24), one multiply on the token's converted bias.
-        const __m512i scaled = _mm512_dpwssd_epi32(_mm512_setzero_si512(), lanes[r][t], scales);
-        const __m512 min_terms = _mm512_mul_ps(bias[t], mins);
         acc[r][t] =
-            _mm512_fmadd_ps(_mm512_mul_ps(dw, ad[t]), _mm512_cvtepi32_ps(scaled), acc[r][t]);
-        acc[r][t] =
-            _mm512_fmadd_ps(_mm512_mul_ps(_mm512_mul_ps(dmw, ad[t]), c32), min_terms, acc[r][t]);
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(lanes[r][t]), _mm512_mul_ps(dsc, ad[t]), acc[r][t]);
+        acc[r][t] = _mm512_fmadd_ps(dm, bias[t], acc[r][t]);
       }
     }
   }

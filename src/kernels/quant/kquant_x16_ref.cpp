@@ -4,13 +4,16 @@
 //
 // ref::q4_k_x16_vec_dot is an exact model of those kernels, not a double-precision
 // yardstick like ref::q4_k_vec_dot: lane j (16 elements, half j % 2 of Q4_K sub-block
-// j / 2) sums its 16 products exactly in int32 and is multiplied by sc[j / 2]; the min
-// term of the lane is bias[j] * m[j / 2] (bias = -32 * the lane's activation sum, exact);
-// both are below 2^24 in magnitude, so their float conversions are exact. Then
-// acc[j] = fma(d * d_a, float(scaled), acc[j]) and acc[j] = fma(dmin * d_a / 32,
-// float(mins), acc[j]) over the blocks, and the lane tree of q6_k_x16_vec_dot. So each
-// output agrees with both kernels bit for bit (tests/kernels/kquant_x16_test.cpp) and with
-// the file layout's kernels up to float rounding.
+// j / 2) sums its 16 products exactly in int32 (below 2^24, so its float conversion is
+// exact); then acc[j] = fma(float(lane), (d * sc[j / 2]) * d_a, acc[j]) and acc[j] =
+// fma(dmin * m[j / 2], float(bias[j]) * (d_a / 32), acc[j]) over the blocks (bias = -32 *
+// the lane's activation sum; d * sc and dmin * m are exact), and the lane tree of
+// q6_k_x16_vec_dot. The weight factors are per row and the activation factors per token, so
+// a GEMM block pays one multiply and two fmas per (row, token) for both terms. So each
+// output agrees with both kernels bit for bit (tests/kernels/interleaved_test.cpp) and with
+// the file layout's kernels up to float rounding. q5_k_x16_vec_dot keeps the older order,
+// acc[j] = fma(d * d_a, float(lane * sc), acc[j]) and fma(dmin * d_a / 32, float(bias[j] *
+// m), acc[j]): the same change measured no faster for its kernels.
 #include <cmath>
 #include <cstring>
 
@@ -196,8 +199,8 @@ float q4_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
   const auto* ab = static_cast<const BlockQ8_Kx16A*>(a);
   float acc[kQK_K / 16] = {};
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    const float scale = fp16_to_fp32(wb[b].d) * ab[b].d;
-    const float min_scale = fp16_to_fp32(wb[b].dmin) * ab[b].d * 0.03125f;
+    const float dw = fp16_to_fp32(wb[b].d), dmw = fp16_to_fp32(wb[b].dmin);
+    const float ad = ab[b].d, adc = ab[b].d * 0.03125f;
     for (int j = 0; j < kQK_K / 16; ++j) {
       int sc, m;
       q4_k_scale_min(wb[b].scales, j / 2, &sc, &m);
@@ -208,8 +211,10 @@ float q4_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
           lane += q * ab[b].qs[64 * k + 4 * j + i];
         }
       }
-      acc[j] = std::fma(scale, static_cast<float>(lane * sc), acc[j]);
-      acc[j] = std::fma(min_scale, static_cast<float>(ab[b].bias[j] * m), acc[j]);
+      // dw x sc and dmw x m are exact (11-bit halves times 6-bit integers).
+      acc[j] = std::fma(static_cast<float>(lane), dw * static_cast<float>(sc) * ad, acc[j]);
+      acc[j] =
+          std::fma(dmw * static_cast<float>(m), static_cast<float>(ab[b].bias[j]) * adc, acc[j]);
     }
   }
   for (int width = kQK_K / 32; width >= 1; width /= 2) {
@@ -231,7 +236,7 @@ void q5_k_x16_from_float(const float* src, void* dst, int64_t n) {
   x16_from_float<BlockQ5_K, BlockQ5_Kx16, q5_k_from_float, arrange_q5_k_x16, kQK_K>(src, dst, n);
 }
 
-// The steps of q4_k_x16_vec_dot with 5-bit quants.
+// Q4_K_X16's lanes with 5-bit quants (the float steps: see the top).
 float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
   const auto* wb = static_cast<const BlockQ5_Kx16*>(w);
   const auto* ab = static_cast<const BlockQ8_Kx16A*>(a);
