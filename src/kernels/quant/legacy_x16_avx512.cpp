@@ -72,38 +72,26 @@ struct Q4_1x16 {
   static __m512i vec(const Group& g, int k, __m512i low4) { return nibbles(g.qs, k, low4); }
 };
 
-struct Q5_0x16 {
-  using Group = BlockQ5_0x16;
-  static constexpr int kOffsetShift = 4;  // quants are q + 16
-  static constexpr bool kHasMin = false;
+// Q5_0 (offset 16) and Q5_1 (no offset, block offsets m): the nibbles with their fifth bits.
+template <class G, int kShift, bool kMin>
+struct Q5x16 {
+  using Group = G;
+  static constexpr int kOffsetShift = kShift;
+  static constexpr bool kHasMin = kMin;
   static constexpr bool kSplitChains = false;
   static void load(const Group& g, GroupWeights& w) {
     load_nibbles(g.qs, w.q);
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) w.q[k] = add_fifth_bits(w.q[k], g.qh, k);
     w.d = load_halves(g.d);
+    if constexpr (kMin) w.m = load_halves(g.m);
   }
   static __m512i vec(const Group& g, int k, __m512i low4) {
     return add_fifth_bits(nibbles(g.qs, k, low4), g.qh, k);
   }
 };
-
-struct Q5_1x16 {
-  using Group = BlockQ5_1x16;
-  static constexpr int kOffsetShift = -1;
-  static constexpr bool kHasMin = true;
-  static constexpr bool kSplitChains = false;
-  static void load(const Group& g, GroupWeights& w) {
-    load_nibbles(g.qs, w.q);
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) w.q[k] = add_fifth_bits(w.q[k], g.qh, k);
-    w.d = load_halves(g.d);
-    w.m = load_halves(g.m);
-  }
-  static __m512i vec(const Group& g, int k, __m512i low4) {
-    return add_fifth_bits(nibbles(g.qs, k, low4), g.qh, k);
-  }
-};
+using Q5_0x16 = Q5x16<BlockQ5_0x16, 4, false>;  // quants are q + 16
+using Q5_1x16 = Q5x16<BlockQ5_1x16, -1, true>;
 
 struct Iq4NLx16 {
   using Group = BlockIQ4_NLx16;
