@@ -18,7 +18,6 @@
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
 #include "kernels/quant/kquant_lane_scaled_avx512.h"
-#include "kernels/quant/kquant_scales.h"
 #include "kernels/quant/token_tiles.h"
 
 namespace strata::kernels::avx512 {

@@ -7,8 +7,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "core/prefetch.h"
 #include "kernels/quant/avx512_util.h"
 #include "kernels/quant/blocks.h"
