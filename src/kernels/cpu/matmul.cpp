@@ -159,13 +159,17 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
   }
 
   // Activation buffers, one per distinct vec_dot type (F32 uses x as it is).
+  // Each buffer starts on a cache line, so the kernels' 64-byte activation loads do not
+  // straddle two lines (the activation blocks are whole lines).
   size_t need = 0, offset[kMaxJobs];
   for (size_t i = 0; i < n_act; ++i) {
     offset[i] = need;
     if (act_types[i] != DType::F32)
-      need += static_cast<size_t>(row_bytes(act_types[i], cols) * n_tokens);
+      need += (static_cast<size_t>(row_bytes(act_types[i], cols) * n_tokens) + 63) & ~size_t{63};
   }
-  if (scratch.size() < need) scratch.resize(need);
+  if (scratch.size() < need + 64) scratch.resize(need + 64);
+  const size_t base = (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+  for (size_t i = 0; i < n_act; ++i) offset[i] += base;
   auto convert = [&](int64_t t0, int64_t t1) {
     for (size_t i = 0; i < n_act; ++i) {
       if (act_types[i] == DType::F32) continue;

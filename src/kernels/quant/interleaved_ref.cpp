@@ -199,6 +199,7 @@ void arrange_q8_k_x16a(const BlockQ8_K* src, BlockQ8_Kx16A* dst) {
     dst->bias[j] = -32 * src->bsums[j];
   }
   dst->d = src->d;
+  std::memset(dst->pad, 0, sizeof(dst->pad));
 }
 
 namespace ref {
