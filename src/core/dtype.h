@@ -50,6 +50,7 @@ enum class DType : uint32_t {
   Q5_1_X16 = 75,
   IQ4_NL_X16 = 76,
   Q2_K_X16 = 77,
+  Q4_K_X16P = 78,
 };
 
 struct DTypeInfo {

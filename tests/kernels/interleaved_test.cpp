@@ -42,12 +42,14 @@ const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16, DType::Q8_0, DType::Q8_0_X
                        {DType::Q5_0, DType::Q5_0_X16, DType::Q8_0, DType::Q8_0_X16A},
                        {DType::Q5_1, DType::Q5_1_X16, DType::Q8_0, DType::Q8_0_X16A},
                        {DType::IQ4_NL, DType::IQ4_NL_X16, DType::Q8_0, DType::Q8_0_X16A},
-                       {DType::Q2_K, DType::Q2_K_X16, DType::Q8_K, DType::Q8_K_X16A}};
+                       {DType::Q2_K, DType::Q2_K_X16, DType::Q8_K, DType::Q8_K_X16A},
+                       {DType::Q4_K, DType::Q4_K_X16P, DType::Q8_K, DType::Q8_0_X16A}};
 
-// Q4_1_X16 .. Q2_K_X16 have AVX-512 kernels only (AVX2 machines keep the file layouts).
+// Q4_1_X16 .. Q2_K_X16 and Q4_K_X16P have AVX-512 kernels only (AVX2 machines keep the
+// file layouts, or Q4_K_X16).
 bool avx512_only(DType x16) {
   return x16 == DType::Q4_1_X16 || x16 == DType::Q5_0_X16 || x16 == DType::Q5_1_X16 ||
-         x16 == DType::IQ4_NL_X16 || x16 == DType::Q2_K_X16;
+         x16 == DType::IQ4_NL_X16 || x16 == DType::Q2_K_X16 || x16 == DType::Q4_K_X16P;
 }
 
 // The fp16 super-block scales of a repacked row: leading each X16 group (16 of them, one
@@ -69,6 +71,11 @@ uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
   if (p.x16 == DType::Q2_K_X16) {
     auto* blocks = reinterpret_cast<BlockQ2_Kx16*>(row);
     return i == 0 ? &blocks[0].d : &blocks[1].dmin;
+  }
+  // Q4_K_X16P: super-block 0's d and super-block 1's dmin.
+  if (p.x16 == DType::Q4_K_X16P) {
+    auto& g = *reinterpret_cast<BlockQ4_Kx16P*>(row);
+    return i == 0 ? &g.head[0].d : &g.head[1].dmin;
   }
   // Q4_1_X16, Q5_1_X16: block 0's scale and block 1's offset.
   if (p.x16 == DType::Q4_1_X16) {
@@ -109,7 +116,7 @@ TEST(Interleaved, LayoutsHaveTheSizeOfWhatTheyReplace) {
   for (DType t :
        {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16, DType::Q8_K_X16A,
         DType::Q4_K_X16, DType::Q5_K_X16, DType::IQ4_XS_X16, DType::Q3_K_X16, DType::Q4_1_X16,
-        DType::Q5_0_X16, DType::Q5_1_X16, DType::IQ4_NL_X16, DType::Q2_K_X16}) {
+        DType::Q5_0_X16, DType::Q5_1_X16, DType::IQ4_NL_X16, DType::Q2_K_X16, DType::Q4_K_X16P}) {
     EXPECT_FALSE(dtype_info(static_cast<uint32_t>(t)).has_value());
     EXPECT_FALSE(dtype_from_name(dtype_name(t)).has_value());
   }
@@ -149,8 +156,13 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_THROW(repack_weight_rows(DType::Q6_K, DType::Q6_K_X16, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q6_K, DType::Q4_0_X16, buf.data(), 1, 512), Error);
   EXPECT_EQ(repacked_weight_type(DType::Q6_K, 2048), avx2 ? DType::Q6_K_X16 : DType::Q6_K);
-  EXPECT_EQ(repacked_weight_type(DType::Q4_K, 2048), avx2 ? DType::Q4_K_X16 : DType::Q4_K);
+  const bool avx512 = cpu_kernel_isa() >= KernelIsa::avx512_vnni;
+  const DType q4_k_by_super_block = avx2 ? DType::Q4_K_X16 : DType::Q4_K;
+  EXPECT_EQ(repacked_weight_type(DType::Q4_K, 2048),
+            avx512 ? DType::Q4_K_X16P : q4_k_by_super_block);
+  EXPECT_EQ(repacked_weight_type(DType::Q4_K, 768), q4_k_by_super_block);  // 3 super-blocks
   EXPECT_EQ(repacked_weight_type(DType::Q4_K, 200), DType::Q4_K);
+  EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q4_K_X16P, buf.data(), 1, 768), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q4_K_X16, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q6_K_X16, buf.data(), 1, 512), Error);
   EXPECT_EQ(repacked_weight_type(DType::Q5_K, 2048), avx2 ? DType::Q5_K_X16 : DType::Q5_K);
@@ -162,10 +174,10 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_EQ(repacked_weight_type(DType::Q3_K, 2048), avx2 ? DType::Q3_K_X16 : DType::Q3_K);
   EXPECT_THROW(repack_weight_rows(DType::Q3_K, DType::Q3_K_X16, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q3_K, DType::IQ4_XS_X16, buf.data(), 1, 512), Error);
-  const bool avx512 = cpu_kernel_isa() >= KernelIsa::avx512_vnni;
   for (const Pair& p : kPairs) {
     if (!avx512_only(p.x16)) continue;
-    EXPECT_EQ(repacked_weight_type(p.file, 2048), avx512 ? p.x16 : p.file);
+    const DType without = p.file == DType::Q4_K ? q4_k_by_super_block : p.file;
+    EXPECT_EQ(repacked_weight_type(p.file, 2048), avx512 ? p.x16 : without);
     EXPECT_EQ(repacked_weight_type(p.file, 480), p.file);
     EXPECT_THROW(repack_weight_rows(p.file, p.x16, buf.data(), 1, 480), Error);
     EXPECT_THROW(repack_weight_rows(p.file, p.x16, buf.data(), 1, 200), Error);
@@ -199,6 +211,29 @@ void expect_group_round_trip_and_lanes(DType type, void (*arrange)(const Block*,
       }
     }
   }
+}
+
+// Q4_K_X16P: the round trip is exact, and element e of sub-block s of super-block S is in
+// lane b = 8S + s where Q4_0_X16 puts element e of block b.
+TEST(Interleaved, Q4KPairsRoundTripAndPlaceLanes) {
+  Rng rng(12);
+  const auto w = test::random_weights(DType::Q4_K, 1, kQKX16, rng);
+  const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w.data());
+  BlockQ4_Kx16P g;
+  BlockQ4_K back[2];
+  arrange_q4_k_x16p(blocks, &g);
+  unarrange_q4_k_x16p(g, back);
+  EXPECT_EQ(0, std::memcmp(back, blocks, sizeof back));
+  for (int b = 0; b < kX16Blocks; ++b) {
+    const BlockQ4_K& sb = blocks[b / 8];
+    const int s = b % 8;
+    for (int e = 0; e < 32; ++e) {
+      const int k = e / 4, n = 4 * b + e % 4;
+      const int file = (sb.qs[32 * (s / 2) + e] >> (4 * (s % 2))) & 15;
+      ASSERT_EQ(file, (g.qs[64 * (k % 4) + n] >> (4 * (k / 4))) & 15) << "lane " << b << " " << e;
+    }
+  }
+  EXPECT_EQ(0, std::memcmp(g.head[1].scales, blocks[1].scales, sizeof g.head[1].scales));
 }
 
 TEST(Interleaved, LegacyGroupsRoundTripAndPlaceLanes) {
@@ -282,9 +317,24 @@ TEST(Interleaved, ScalarModelsMatchFileLayoutsUpToRounding) {
     const auto a8 = activations(p.file_act, x, 1, cols, reference_type_traits(p.file_act));
     const auto a16 = activations(p.x16_act, x, 1, cols, reference_type_traits(p.x16_act));
     const int64_t wb = row_bytes(p.file, cols);
+    // Q4_K_X16P takes Q8_0_X16A, not the file layout's Q8_K: against the exact dot product
+    // of the dequantized rows instead.
+    const bool own_activations = (p.x16_act == DType::Q8_0_X16A) != (p.file_act == DType::Q8_0);
+    std::vector<float> wf(static_cast<size_t>(cols)), af(wf.size());
+    reference_type_traits(p.x16_act).to_float(a16.data(), af.data(), cols);
     for (int64_t r = 0; r < rows; ++r) {
-      const float want = reference_type_traits(p.file).vec_dot(cols, w.data() + r * wb, a8.data());
       const float got = reference_type_traits(p.x16).vec_dot(cols, x16.data() + r * wb, a16.data());
+      if (own_activations) {
+        reference_type_traits(p.file).to_float(w.data() + r * wb, wf.data(), cols);
+        double want = 0.0, mass = 0.0;
+        for (size_t i = 0; i < wf.size(); ++i) {
+          want += static_cast<double>(wf[i]) * af[i];
+          mass += std::fabs(static_cast<double>(wf[i]) * af[i]);
+        }
+        EXPECT_NEAR(got, want, 1e-6 * mass + 1e-5) << dtype_name(p.x16) << " row " << r;
+        continue;
+      }
+      const float want = reference_type_traits(p.file).vec_dot(cols, w.data() + r * wb, a8.data());
       EXPECT_NEAR(got, want, 1e-5f * (1.0f + std::fabs(want))) << dtype_name(p.x16) << " row " << r;
     }
   }

@@ -199,6 +199,24 @@ struct BlockIQ4_NLx16 {
   uint8_t qs[kQKX16 / 2];
 };
 
+// Q4_K_X16P (AVX-512 VNNI only): two consecutive Q4_K super-blocks as one 512-element
+// group in Q4_0_X16's lane order, int32 lane b working on the 32 elements of sub-block
+// b % 8 of super-block b / 8 (quant vector k holds elements 4k..4k+3 of each):
+//   head[s]           super-block s's d, dmin and 12 packed 6-bit scales and mins, as in Q4_K
+//   qs                the nibbles as in Q4_0_X16, lane b = sub-block b
+// value = d[b / 8] * sc[b] * q - dmin[b / 8] * m[b]. Against Q8_0_X16A activations (a scale
+// and a quant sum per 32 elements) the kernels are Q4_1_X16's, with d x sc and -(dmin x m)
+// (both exact in float) as the lanes' scales and offsets: per 512 elements and token one
+// convert and two fmas where Q4_K_X16's 16-element lanes need them per 256.
+struct BlockQ4_Kx16P {
+  struct Head {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[12];
+  } head[2];
+  uint8_t qs[kQKX16 / 2];
+};
+
 // The activations both multiply: 16 Q8_0 blocks with their quants in the same lane order,
 // plus what the kernels would otherwise recompute for every weight row.
 //   qs[64k + 4b + j]  element 4k+j of block b (k < 8, j < 4). Vector k pairs with a
@@ -317,6 +335,7 @@ struct BlockQ3_Kx16 {
 static_assert(sizeof(BlockIQ4_XSx16) == 136);
 static_assert(sizeof(BlockQ3_Kx16) == 110);
 static_assert(sizeof(BlockQ2_Kx16) == 84);
+static_assert(sizeof(BlockQ4_Kx16P) == 288);
 static_assert(sizeof(BlockQ4_Kx16) == 144);
 static_assert(sizeof(BlockQ5_Kx16) == 176);
 static_assert(sizeof(BlockQ6_Kx16) == 210);

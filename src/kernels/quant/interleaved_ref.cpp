@@ -25,6 +25,8 @@ DType repacked_weight_type(DType type, int64_t cols) {
   const KernelIsa isa = cpu_kernel_isa();
   if (cols <= 0 || isa < KernelIsa::avx2) return type;
   const bool super_blocks = cols % kQK_K == 0, groups = cols % kQKX16 == 0;
+  // Super-block pairs: half the per-lane float work of Q4_K_X16 (blocks.h).
+  if (groups && type == DType::Q4_K && isa >= KernelIsa::avx512_vnni) return DType::Q4_K_X16P;
   if (super_blocks) {
     if (type == DType::Q6_K) return DType::Q6_K_X16;
     if (type == DType::Q4_K) return DType::Q4_K_X16;
@@ -77,6 +79,8 @@ void repack_weight_rows(DType from, DType to, void* data, int64_t rows, int64_t 
     repack_groups<BlockQ5_1, BlockQ5_1x16, arrange_q5_1_x16>(data, rows * (cols / kQKX16));
   } else if (shape_ok && from == DType::IQ4_NL && to == DType::IQ4_NL_X16) {
     repack_groups<BlockIQ4_NL, BlockIQ4_NLx16, arrange_iq4_nl_x16>(data, rows * (cols / kQKX16));
+  } else if (shape_ok && from == DType::Q4_K && to == DType::Q4_K_X16P) {
+    repack_groups<BlockQ4_K, BlockQ4_Kx16P, arrange_q4_k_x16p, 2>(data, rows * (cols / kQKX16));
   } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q6_K &&
              to == DType::Q6_K_X16) {
     repack_groups<BlockQ6_K, BlockQ6_Kx16, arrange_q6_k_x16, 1>(data, rows * (cols / kQK_K));

@@ -45,6 +45,21 @@ inline __m128i unpack_q4_k_block_scales_mins(__m128i head) {
   const __m128i hi = _mm_and_si128(_mm_srli_epi32(b, 2), _mm_set1_epi8(0x30));
   return _mm_or_si128(lo, hi);
 }
+
+// The same for two blocks' heads at once, one in each 128-bit half (Q4_K_X16P's group head).
+inline __m256i unpack_q4_k_block_scales_mins_x2(__m256i heads) {
+  const __m256i a =
+      _mm256_shuffle_epi8(heads, _mm256_broadcastsi128_si256(_mm_setr_epi8(
+                                     4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)));
+  const __m256i b =
+      _mm256_shuffle_epi8(heads, _mm256_broadcastsi128_si256(_mm_setr_epi8(
+                                     -1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11)));
+  const __m256i lo = _mm256_and_si256(
+      _mm256_srlv_epi32(a, _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4)),
+      _mm256_broadcastsi128_si256(_mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f)));
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(b, 2), _mm256_set1_epi8(0x30));
+  return _mm256_or_si256(lo, hi);
+}
 #endif
 
 #ifdef __AVX2__

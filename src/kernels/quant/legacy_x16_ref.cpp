@@ -1,14 +1,15 @@
-// Q4_1_X16, Q5_0_X16, Q5_1_X16 and IQ4_NL_X16 (blocks.h): the byte moves between them and
-// their file blocks, and the exact scalar models of their AVX-512 kernels
+// Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16 and Q4_K_X16P (blocks.h): the byte moves between
+// them and their file blocks, and the exact scalar models of their AVX-512 kernels
 // (legacy_x16_avx512.cpp, x16_group_avx512.h).
 //
 // The models: lane b of a group is block b's exact integer dot product of the unsigned
 // quants (nibble, plus 16 for a set fifth bit; IQ4_NL: grid value + 128) with the
 // activation's quants, started from -offset x the activation's block sum (offset 16 for
 // Q5_0, 128 for IQ4_NL, none for Q4_1 and Q5_1). The float steps are acc[b] = fma(d_w[b] x
-// d_a[b], float(lane), acc[b]), then for Q4_1 and Q5_1 acc[b] = fma(m_w[b] x d_a[b],
-// float(block sum), acc[b]), over the groups, and the 16 lanes added as a tree (i + 8,
-// + 4, + 2, + 1). They agree with the file layouts' kernels up to float rounding.
+// d_a[b], float(lane), acc[b]), then for Q4_1, Q5_1 and Q4_K_X16P acc[b] = fma(m_w[b] x
+// d_a[b], float(block sum), acc[b]), over the groups, and the 16 lanes added as a tree (i +
+// 8, + 4, + 2, + 1); Q4_K_X16P's d_w[b] is d x sc and m_w[b] -(dmin x m) of lane b's
+// sub-block. They agree with the file layouts' kernels up to float rounding.
 #include <cmath>
 #include <cstring>
 
@@ -57,20 +58,28 @@ int group_quant(const uint8_t* qs, const uint8_t* qh, int k, int b, int j) {
   return q;
 }
 
+// Lane b's scale d_w and offset m_w: the group's fp16 d[b] and m[b] (those that have them).
+struct HalfFactors {
+  template <class Group>
+  void operator()(const Group& g, int b, float* d, float* m) const {
+    *d = fp16_to_fp32(g.d[b]);
+    if constexpr (requires { g.m; }) *m = fp16_to_fp32(g.m[b]);
+  }
+};
+
 // The models' float steps (see the top) over `lane(g, b)`, the exact integer lanes.
-template <class Group, bool kHasMin, class Lane>
-float reduce_groups(int64_t n, const void* w, const void* a, Lane lane) {
+template <class Group, bool kHasMin, class Lane, class Factors = HalfFactors>
+float reduce_groups(int64_t n, const void* w, const void* a, Lane lane, Factors factors = {}) {
   const auto* wg = static_cast<const Group*>(w);
   const auto* ag = static_cast<const BlockQ8_0x16A*>(a);
   float acc[kX16Blocks] = {};
   for (int64_t g = 0; g < n / kQKX16; ++g) {
     for (int b = 0; b < kX16Blocks; ++b) {
       const float ad = ag[g].d[b];
-      acc[b] = std::fma(fp16_to_fp32(wg[g].d[b]) * ad, static_cast<float>(lane(wg[g], ag[g], b)),
-                        acc[b]);
-      if constexpr (kHasMin) {
-        acc[b] = std::fma(fp16_to_fp32(wg[g].m[b]) * ad, static_cast<float>(ag[g].sum[b]), acc[b]);
-      }
+      float dw = 0.0f, mw = 0.0f;
+      factors(wg[g], b, &dw, &mw);
+      acc[b] = std::fma(dw * ad, static_cast<float>(lane(wg[g], ag[g], b)), acc[b]);
+      if constexpr (kHasMin) acc[b] = std::fma(mw * ad, static_cast<float>(ag[g].sum[b]), acc[b]);
     }
   }
   for (int width = kX16Blocks / 2; width >= 1; width /= 2) {
@@ -143,6 +152,49 @@ void unarrange_q5_1_x16(const BlockQ5_1x16& src, BlockQ5_1* dst) {
   }
 }
 
+// Sub-block s (32 elements) of a Q4_K super-block's qs <-> the 16 nibble bytes of a Q4_0
+// block (byte i: element i low, element 16 + i high), the shape put_nibbles places.
+void q4_k_sub_block_to_nibbles(const uint8_t* q4_k_qs, int s, uint8_t* nibbles) {
+  for (int i = 0; i < 16; ++i) {
+    const int lo = (q4_k_qs[32 * (s / 2) + i] >> (4 * (s % 2))) & 15;
+    const int hi = (q4_k_qs[32 * (s / 2) + 16 + i] >> (4 * (s % 2))) & 15;
+    nibbles[i] = static_cast<uint8_t>(lo | hi << 4);
+  }
+}
+void nibbles_to_q4_k_sub_block(const uint8_t* nibbles, int s, uint8_t* q4_k_qs) {
+  const int shift = 4 * (s % 2);
+  const auto keep = static_cast<uint8_t>(0xf0 >> shift);
+  for (int i = 0; i < 16; ++i) {
+    uint8_t& lo = q4_k_qs[32 * (s / 2) + i];
+    uint8_t& hi = q4_k_qs[32 * (s / 2) + 16 + i];
+    lo = static_cast<uint8_t>((lo & keep) | (nibbles[i] & 15) << shift);
+    hi = static_cast<uint8_t>((hi & keep) | (nibbles[i] >> 4) << shift);
+  }
+}
+
+void arrange_q4_k_x16p(const BlockQ4_K* src, BlockQ4_Kx16P* dst) {
+  for (int s = 0; s < 2; ++s) {
+    dst->head[s].d = src[s].d, dst->head[s].dmin = src[s].dmin;
+    std::memcpy(dst->head[s].scales, src[s].scales, sizeof src[s].scales);
+  }
+  for (int b = 0; b < kX16Blocks; ++b) {
+    uint8_t nibbles[16];
+    q4_k_sub_block_to_nibbles(src[b / 8].qs, b % 8, nibbles);
+    put_nibbles(nibbles, b, dst->qs);
+  }
+}
+void unarrange_q4_k_x16p(const BlockQ4_Kx16P& src, BlockQ4_K* dst) {
+  for (int s = 0; s < 2; ++s) {
+    dst[s].d = src.head[s].d, dst[s].dmin = src.head[s].dmin;
+    std::memcpy(dst[s].scales, src.head[s].scales, sizeof dst[s].scales);
+  }
+  for (int b = 0; b < kX16Blocks; ++b) {
+    uint8_t nibbles[16];
+    get_nibbles(src.qs, b, nibbles);
+    nibbles_to_q4_k_sub_block(nibbles, b % 8, dst[b / 8].qs);
+  }
+}
+
 void arrange_iq4_nl_x16(const BlockIQ4_NL* src, BlockIQ4_NLx16* dst) {
   for (int b = 0; b < kX16Blocks; ++b) {
     dst->d[b] = src[b].d;
@@ -204,6 +256,26 @@ float iq4_nl_x16_vec_dot(int64_t n, const void* w, const void* a) {
   return reduce_groups<BlockIQ4_NLx16, false>(n, w, a, [](const auto& g, const auto& ab, int b) {
     return group_lane(g.qs, nullptr, 128, ab, b, [](int q) { return kIQ4NLValues[q] + 128; });
   });
+}
+
+void q4_k_x16p_to_float(const void* src, float* dst, int64_t n) {
+  x16_to_float<BlockQ4_K, BlockQ4_Kx16P, unarrange_q4_k_x16p, q4_k_to_float>(src, dst, n);
+}
+void q4_k_x16p_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ4_K, BlockQ4_Kx16P, q4_k_from_float, arrange_q4_k_x16p>(src, dst, n);
+}
+float q4_k_x16p_vec_dot(int64_t n, const void* w, const void* a) {
+  return reduce_groups<BlockQ4_Kx16P, true>(
+      n, w, a,
+      [](const auto& g, const auto& ab, int b) {
+        return group_lane(g.qs, nullptr, 0, ab, b, identity);
+      },
+      [](const BlockQ4_Kx16P& g, int b, float* d, float* m) {
+        int sc = 0, mn = 0;
+        q4_k_scale_min(g.head[b / 8].scales, b % 8, &sc, &mn);
+        *d = fp16_to_fp32(g.head[b / 8].d) * static_cast<float>(sc);
+        *m = -(fp16_to_fp32(g.head[b / 8].dmin) * static_cast<float>(mn));
+      });
 }
 
 }  // namespace ref

@@ -1,6 +1,6 @@
 // The AVX-512 VNNI row tile and 2 x 4 register block shared by the 512-element group
 // layouts against Q8_0_X16A activations (blocks.h): Q4_0_X16 and Q8_0_X16
-// (interleaved_avx512.cpp), Q4_1_X16, Q5_0_X16, Q5_1_X16 and IQ4_NL_X16
+// (interleaved_avx512.cpp), Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16 and Q4_K_X16P
 // (legacy_x16_avx512.cpp). A layout supplies W:
 //   using Group;                              // one group of 16 blocks of one row
 //   static constexpr int kOffsetShift;        // unsigned quants are q + (1 << shift); -1: none
@@ -8,6 +8,8 @@
 //   static constexpr bool kSplitChains;       // gemm_block: two vpdpbusd chains per output
 //   static void load(const Group&, GroupWeights&);   // the 8 quant vectors, d (and m)
 //   static __m512i vec(const Group&, int k, __m512i low4);  // quant vector k alone
+//   static void factors(const Group&, __m512& d, __m512& m);  // optional: the lanes' scales
+//                                             // (and offsets); default: fp16 d[16] (and m[16])
 // Per group and (row, token): 8 vpdpbusd accumulate all 16 blocks at once into one int32
 // lane per block, starting from -offset x the activation's block sums (which cancels the
 // unsigned offset), then one convert, one scale multiply and one fma, and with offsets one
@@ -45,6 +47,18 @@ inline __m512i load64(const uint8_t* p) {
   const auto* h = reinterpret_cast<const __m256i*>(p);
   return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(h)),
                             _mm256_loadu_si256(h + 1), 1);
+}
+
+// A group's 16 lane scales d (and offsets m): W::factors, or the group's fp16 d and m.
+template <class W>
+inline void group_factors(const typename W::Group& g, __m512& d, __m512& m) {
+  if constexpr (requires { W::factors(g, d, m); }) {
+    W::factors(g, d, m);
+  } else {
+    d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.d)));
+    if constexpr (W::kHasMin)
+      m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.m)));
+  }
 }
 
 // The lanes' starting values: -offset x the activation's block sums, or zero.
@@ -173,16 +187,14 @@ void gemm_block(int64_t ng, const uint8_t* w, int64_t w_stride, const uint8_t* a
     }
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      const __m512 dw =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg[r]->d)));
+      __m512 dw, mw;
+      group_factors<W>(*wg[r], dw, mw);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         acc[r][t] =
             _mm512_fmadd_ps(_mm512_mul_ps(dw, ad[t]), _mm512_cvtepi32_ps(lanes[r][t]), acc[r][t]);
       }
       if constexpr (W::kHasMin) {
-        const __m512 mw =
-            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg[r]->m)));
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t)
           acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(mw, ad[t]), asum[t], acc[r][t]);
