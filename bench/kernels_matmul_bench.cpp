@@ -101,6 +101,7 @@ std::vector<uint8_t> random_weights(DType t, int64_t rows, int64_t cols) {
           put_half(blk + 2 * b, 0.01f * v, false), put_half(blk + 32 + 2 * b, -0.05f, false);
         break;
       case DType::Q4_K_X16P:  // two Q4_K heads
+      case DType::Q5_K_X16P:
         put_half(blk, 0.002f, false), put_half(blk + 2, 0.001f, false);
         put_half(blk + 16, 0.002f, false), put_half(blk + 18, 0.001f, false);
         break;
@@ -219,15 +220,15 @@ int main(int argc, char** argv) {
   const int threads = parse_threads(&argc, argv);
   g_pool = std::make_unique<strata::ThreadPool>(threads);
   // *_X16: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_XS and Q3_K as models hold them after repacking on
-  // AVX2 and AVX-512 VNNI machines; Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K (and Q4_K as
-  // Q4_K_X16P) on AVX-512 VNNI machines.
-  const DType types[] = {DType::F32,      DType::F16,        DType::BF16,     DType::Q8_0,
-                         DType::Q8_0_X16, DType::Q4_0,       DType::Q4_0_X16, DType::Q4_K,
-                         DType::Q6_K,     DType::Q6_K_X16,   DType::Q4_1,     DType::Q5_0,
-                         DType::Q5_1,     DType::IQ4_NL,     DType::Q2_K,     DType::Q3_K,
-                         DType::Q5_K,     DType::IQ4_XS,     DType::Q4_K_X16, DType::IQ4_XS_X16,
-                         DType::Q3_K_X16, DType::Q5_K_X16,   DType::Q4_1_X16, DType::Q5_0_X16,
-                         DType::Q5_1_X16, DType::IQ4_NL_X16, DType::Q2_K_X16, DType::Q4_K_X16P};
+  // AVX2 and AVX-512 VNNI machines; Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K (and Q4_K, Q5_K as
+  // Q4_K_X16P, Q5_K_X16P) on AVX-512 VNNI machines.
+  const DType types[] = {
+      DType::F32,        DType::F16,      DType::BF16,      DType::Q8_0,     DType::Q8_0_X16,
+      DType::Q4_0,       DType::Q4_0_X16, DType::Q4_K,      DType::Q6_K,     DType::Q6_K_X16,
+      DType::Q4_1,       DType::Q5_0,     DType::Q5_1,      DType::IQ4_NL,   DType::Q2_K,
+      DType::Q3_K,       DType::Q5_K,     DType::IQ4_XS,    DType::Q4_K_X16, DType::IQ4_XS_X16,
+      DType::Q3_K_X16,   DType::Q5_K_X16, DType::Q4_1_X16,  DType::Q5_0_X16, DType::Q5_1_X16,
+      DType::IQ4_NL_X16, DType::Q2_K_X16, DType::Q4_K_X16P, DType::Q5_K_X16P};
   const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};
   for (DType t : types) {
     for (const auto& shape : shapes) {

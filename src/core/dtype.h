@@ -51,6 +51,7 @@ enum class DType : uint32_t {
   IQ4_NL_X16 = 76,
   Q2_K_X16 = 77,
   Q4_K_X16P = 78,
+  Q5_K_X16P = 79,
 };
 
 struct DTypeInfo {

@@ -208,12 +208,20 @@ struct BlockIQ4_NLx16 {
 // and a quant sum per 32 elements) the kernels are Q4_1_X16's, with d x sc and -(dmin x m)
 // (both exact in float) as the lanes' scales and offsets: per 512 elements and token one
 // convert and two fmas where Q4_K_X16's 16-element lanes need them per 256.
+// Q5_K_X16P: the same for Q5_K, with Q5_1_X16's fifth bits:
+//   qh                64-bit word k is the byte mask of vector k's fifth bits (as Q5_1_X16)
+struct KQuantHead {  // the first 16 bytes of a Q4_K or Q5_K block
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+};
 struct BlockQ4_Kx16P {
-  struct Head {
-    uint16_t d;
-    uint16_t dmin;
-    uint8_t scales[12];
-  } head[2];
+  KQuantHead head[2];
+  uint8_t qs[kQKX16 / 2];
+};
+struct BlockQ5_Kx16P {
+  KQuantHead head[2];
+  uint8_t qh[kQKX16 / 8];
   uint8_t qs[kQKX16 / 2];
 };
 
@@ -336,6 +344,7 @@ static_assert(sizeof(BlockIQ4_XSx16) == 136);
 static_assert(sizeof(BlockQ3_Kx16) == 110);
 static_assert(sizeof(BlockQ2_Kx16) == 84);
 static_assert(sizeof(BlockQ4_Kx16P) == 288);
+static_assert(sizeof(BlockQ5_Kx16P) == 352);
 static_assert(sizeof(BlockQ4_Kx16) == 144);
 static_assert(sizeof(BlockQ5_Kx16) == 176);
 static_assert(sizeof(BlockQ6_Kx16) == 210);

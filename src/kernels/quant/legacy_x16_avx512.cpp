@@ -1,17 +1,18 @@
-// AVX-512 VNNI kernels for Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16 and Q4_K_X16P weights
-// against Q8_0_X16A activations (blocks.h): llama.cpp's Q4_1, Q5_0, Q5_1, IQ4_NL and Q4_K
-// files, repacked at load. The row tile and 2 x 4 register block are x16_group_avx512.h's; each
-// layout here says how its 8 quant vectors come out of a group:
+// AVX-512 VNNI kernels for Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16, Q4_K_X16P weights
+// and Q5_K_X16P against Q8_0_X16A activations (blocks.h): llama.cpp's Q4_1, Q5_0, Q5_1,
+// IQ4_NL, Q4_K and Q5_K files, repacked at load. The row tile and 2 x 4 register block are
+// x16_group_avx512.h's; each layout here says how its 8 quant vectors come out of a group:
 //   Q4_1: Q4_0_X16's nibbles, no offset; the block offsets m enter as m_w x d_a x the
 //         activation's block sum (one more multiply and fma per group and token)
 //   Q5_0: the nibbles plus 16 where the fifth bit is set (one masked byte add per vector,
 //         its mask one 64-bit word of qh), offset 16
 //   Q5_1: Q5_0's quants without the offset, and Q4_1's offsets
 //   IQ4_NL: each nibble looked up in the grid + 128 (one vpshufb), offset 128
-//   Q4_K_X16P: Q4_1_X16's, with d x sc and -(dmin x m) as the lanes' scales and offsets,
-//         unpacked from the two super-blocks' heads (per group and row, not per token)
+//   Q4_K_X16P, Q5_K_X16P: Q4_1_X16's and Q5_1_X16's, with d x sc and -(dmin x m) as the
+//         lanes' scales and offsets, unpacked from the two super-blocks' heads (per group
+//         and row, not per token)
 // Bit-identical to ref::q4_1_x16_vec_dot, q5_0_x16_vec_dot, q5_1_x16_vec_dot,
-// iq4_nl_x16_vec_dot and q4_k_x16p_vec_dot.
+// iq4_nl_x16_vec_dot, q4_k_x16p_vec_dot and q5_k_x16p_vec_dot.
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see interleaved_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
@@ -51,9 +52,7 @@ inline void load_nibbles(const uint8_t* qs, __m512i (&q)[8]) {
 
 // Vector k plus 16 in the bytes whose fifth bit is set (64-bit word k of qh is the mask).
 inline __m512i add_fifth_bits(__m512i q, const uint8_t* qh, int k) {
-  uint64_t bits;
-  std::memcpy(&bits, qh + 8 * k, sizeof bits);
-  return _mm512_mask_add_epi8(q, _cvtu64_mask64(bits), q, _mm512_set1_epi8(16));
+  return _mm512_mask_add_epi8(q, load_mask64(qh + 8 * k), q, _mm512_set1_epi8(16));
 }
 
 // IQ4_NL's grid (kIQ4NLValues) + 128 as unsigned bytes, in every 128-bit lane.
@@ -113,32 +112,53 @@ struct Iq4NLx16 {
   }
 };
 
+// A K pair's lane scales d x sc and offsets -(dmin x m): lanes 0-7 from super-block 0's
+// head, 8-15 from super-block 1's, both unpacked at once.
+inline void k_pair_factors(const KQuantHead* head, __m512& d, __m512& m) {
+  const __m256i heads = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(head));
+  // 64-bit words: scales 0, mins 0, scales 1, mins 1 -> scales 0, 1, mins 0, 1.
+  const __m256i packed =
+      _mm256_permute4x64_epi64(unpack_q4_k_block_scales_mins_x2(heads), 0b11'01'10'00);
+  // Halves 0 and 8 are the super-blocks' d, 1 and 9 their dmin.
+  const __m512 h = _mm512_cvtph_ps(heads);
+  const __m512 dd =
+      _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8), h);
+  const __m512 dm =
+      _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 9, 9, 9, 9, 9, 9, 9, 9), h);
+  d = _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(packed))));
+  const __m512i mins = _mm512_cvtepu8_epi32(_mm256_extracti128_si256(packed, 1));
+  m = _mm512_mul_ps(dm, _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), mins)));
+}
+
 struct Q4_Kx16P {
   using Group = BlockQ4_Kx16P;
   static constexpr int kOffsetShift = -1;
   static constexpr bool kHasMin = true;
   static constexpr bool kSplitChains = false;
-  // Lanes 0-7 from super-block 0's head, 8-15 from super-block 1's: d x sc and -(dmin x m).
-  static void factors(const Group& g, __m512& d, __m512& m) {
-    const __m256i heads = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.head));
-    // 64-bit words: scales 0, mins 0, scales 1, mins 1 -> scales 0, 1, mins 0, 1.
-    const __m256i packed =
-        _mm256_permute4x64_epi64(unpack_q4_k_block_scales_mins_x2(heads), 0b11'01'10'00);
-    // Halves 0 and 8 are the super-blocks' d, 1 and 9 their dmin.
-    const __m512 h = _mm512_cvtph_ps(heads);
-    const __m512 dd =
-        _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8), h);
-    const __m512 dm =
-        _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 9, 9, 9, 9, 9, 9, 9, 9), h);
-    d = _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(packed))));
-    const __m512i mins = _mm512_cvtepu8_epi32(_mm256_extracti128_si256(packed, 1));
-    m = _mm512_mul_ps(dm, _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), mins)));
-  }
+  static void factors(const Group& g, __m512& d, __m512& m) { k_pair_factors(g.head, d, m); }
   static void load(const Group& g, GroupWeights& w) {
     load_nibbles(g.qs, w.q);
     factors(g, w.d, w.m);
   }
   static __m512i vec(const Group& g, int k, __m512i low4) { return nibbles(g.qs, k, low4); }
+};
+
+// Q5_1_X16's quants with the K pair's factors.
+struct Q5_Kx16P {
+  using Group = BlockQ5_Kx16P;
+  static constexpr int kOffsetShift = -1;
+  static constexpr bool kHasMin = true;
+  static constexpr bool kSplitChains = false;
+  static void factors(const Group& g, __m512& d, __m512& m) { k_pair_factors(g.head, d, m); }
+  static void load(const Group& g, GroupWeights& w) {
+    load_nibbles(g.qs, w.q);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) w.q[k] = add_fifth_bits(w.q[k], g.qh, k);
+    factors(g, w.d, w.m);
+  }
+  static __m512i vec(const Group& g, int k, __m512i low4) {
+    return add_fifth_bits(nibbles(g.qs, k, low4), g.qh, k);
+  }
 };
 
 }  // namespace
@@ -149,6 +169,13 @@ float q4_k_x16p_vec_dot(int64_t n, const void* w, const void* a) {
 void q4_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                     int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
   gemm_by_row_blocks<GroupRows<Q4_Kx16P>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+float q5_k_x16p_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_by_row_tile<GroupRows<Q5_Kx16P>>(n / kQKX16, w, a);
+}
+void q5_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_by_row_blocks<GroupRows<Q5_Kx16P>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a) {

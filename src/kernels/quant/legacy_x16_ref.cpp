@@ -1,15 +1,15 @@
-// Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16 and Q4_K_X16P (blocks.h): the byte moves between
-// them and their file blocks, and the exact scalar models of their AVX-512 kernels
+// Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16, Q4_K_X16P and Q5_K_X16P (blocks.h): the byte
+// moves between them and their file blocks, and the exact scalar models of their AVX-512 kernels
 // (legacy_x16_avx512.cpp, x16_group_avx512.h).
 //
 // The models: lane b of a group is block b's exact integer dot product of the unsigned
 // quants (nibble, plus 16 for a set fifth bit; IQ4_NL: grid value + 128) with the
 // activation's quants, started from -offset x the activation's block sum (offset 16 for
 // Q5_0, 128 for IQ4_NL, none for Q4_1 and Q5_1). The float steps are acc[b] = fma(d_w[b] x
-// d_a[b], float(lane), acc[b]), then for Q4_1, Q5_1 and Q4_K_X16P acc[b] = fma(m_w[b] x
+// d_a[b], float(lane), acc[b]), then for Q4_1, Q5_1 and the K pairs acc[b] = fma(m_w[b] x
 // d_a[b], float(block sum), acc[b]), over the groups, and the 16 lanes added as a tree (i +
-// 8, + 4, + 2, + 1); Q4_K_X16P's d_w[b] is d x sc and m_w[b] -(dmin x m) of lane b's
-// sub-block. They agree with the file layouts' kernels up to float rounding.
+// 8, + 4, + 2, + 1); Q4_K_X16P's and Q5_K_X16P's d_w[b] is d x sc and m_w[b] -(dmin x m) of
+// lane b's sub-block. They agree with the file layouts' kernels up to float rounding.
 #include <cmath>
 #include <cstring>
 
@@ -57,6 +57,17 @@ int group_quant(const uint8_t* qs, const uint8_t* qh, int k, int b, int j) {
   if (qh != nullptr) q += 16 * ((qh[8 * k + n / 8] >> (n % 8)) & 1);
   return q;
 }
+
+// Lane b's scale d_w and offset m_w of a K pair: d x sc and -(dmin x m) of its sub-block.
+struct KPairFactors {
+  template <class Group>
+  void operator()(const Group& g, int b, float* d, float* m) const {
+    int sc = 0, mn = 0;
+    ref::q4_k_scale_min(g.head[b / 8].scales, b % 8, &sc, &mn);
+    *d = fp16_to_fp32(g.head[b / 8].d) * static_cast<float>(sc);
+    *m = -(fp16_to_fp32(g.head[b / 8].dmin) * static_cast<float>(mn));
+  }
+};
 
 // Lane b's scale d_w and offset m_w: the group's fp16 d[b] and m[b] (those that have them).
 struct HalfFactors {
@@ -172,11 +183,33 @@ void nibbles_to_q4_k_sub_block(const uint8_t* nibbles, int s, uint8_t* q4_k_qs) 
   }
 }
 
-void arrange_q4_k_x16p(const BlockQ4_K* src, BlockQ4_Kx16P* dst) {
-  for (int s = 0; s < 2; ++s) {
-    dst->head[s].d = src[s].d, dst->head[s].dmin = src[s].dmin;
-    std::memcpy(dst->head[s].scales, src[s].scales, sizeof src[s].scales);
+// A Q4_K/Q5_K block's d, dmin and scales <-> a pair's head.
+template <class Block>
+void put_head(const Block& block, KQuantHead* head) {
+  head->d = block.d, head->dmin = block.dmin;
+  std::memcpy(head->scales, block.scales, sizeof head->scales);
+}
+template <class Block>
+void get_head(const KQuantHead& head, Block* block) {
+  block->d = head.d, block->dmin = head.dmin;
+  std::memcpy(block->scales, head.scales, sizeof head.scales);
+}
+
+// Q5_K's fifth bits of sub-block s (bit s of qh[e] for element e) <-> a 32-bit mask, bit e
+// = element e (Q5_0's qh, the shape put_fifth_bits places).
+uint32_t q5_k_sub_block_fifth_bits(const uint8_t* q5_k_qh, int s) {
+  uint32_t bits = 0;
+  for (int e = 0; e < 32; ++e) bits |= static_cast<uint32_t>((q5_k_qh[e] >> s) & 1) << e;
+  return bits;
+}
+void set_q5_k_sub_block_fifth_bits(uint32_t bits, int s, uint8_t* q5_k_qh) {
+  for (int e = 0; e < 32; ++e) {
+    q5_k_qh[e] = static_cast<uint8_t>((q5_k_qh[e] & ~(1u << s)) | ((bits >> e) & 1) << s);
   }
+}
+
+void arrange_q4_k_x16p(const BlockQ4_K* src, BlockQ4_Kx16P* dst) {
+  for (int s = 0; s < 2; ++s) put_head(src[s], &dst->head[s]);
   for (int b = 0; b < kX16Blocks; ++b) {
     uint8_t nibbles[16];
     q4_k_sub_block_to_nibbles(src[b / 8].qs, b % 8, nibbles);
@@ -184,14 +217,37 @@ void arrange_q4_k_x16p(const BlockQ4_K* src, BlockQ4_Kx16P* dst) {
   }
 }
 void unarrange_q4_k_x16p(const BlockQ4_Kx16P& src, BlockQ4_K* dst) {
-  for (int s = 0; s < 2; ++s) {
-    dst[s].d = src.head[s].d, dst[s].dmin = src.head[s].dmin;
-    std::memcpy(dst[s].scales, src.head[s].scales, sizeof dst[s].scales);
-  }
+  for (int s = 0; s < 2; ++s) get_head(src.head[s], &dst[s]);
   for (int b = 0; b < kX16Blocks; ++b) {
     uint8_t nibbles[16];
     get_nibbles(src.qs, b, nibbles);
     nibbles_to_q4_k_sub_block(nibbles, b % 8, dst[b / 8].qs);
+  }
+}
+
+void arrange_q5_k_x16p(const BlockQ5_K* src, BlockQ5_Kx16P* dst) {
+  std::memset(dst->qh, 0, sizeof dst->qh);
+  for (int s = 0; s < 2; ++s) put_head(src[s], &dst->head[s]);
+  for (int b = 0; b < kX16Blocks; ++b) {
+    uint8_t nibbles[16];
+    q4_k_sub_block_to_nibbles(src[b / 8].qs, b % 8, nibbles);
+    put_nibbles(nibbles, b, dst->qs);
+    uint8_t bits[4];
+    const uint32_t mask = q5_k_sub_block_fifth_bits(src[b / 8].qh, b % 8);
+    std::memcpy(bits, &mask, sizeof bits);
+    put_fifth_bits(bits, b, dst->qh);
+  }
+}
+void unarrange_q5_k_x16p(const BlockQ5_Kx16P& src, BlockQ5_K* dst) {
+  for (int s = 0; s < 2; ++s) get_head(src.head[s], &dst[s]);
+  for (int b = 0; b < kX16Blocks; ++b) {
+    uint8_t nibbles[16], bits[4];
+    get_nibbles(src.qs, b, nibbles);
+    nibbles_to_q4_k_sub_block(nibbles, b % 8, dst[b / 8].qs);
+    get_fifth_bits(src.qh, b, bits);
+    uint32_t mask;
+    std::memcpy(&mask, bits, sizeof mask);
+    set_q5_k_sub_block_fifth_bits(mask, b % 8, dst[b / 8].qh);
   }
 }
 
@@ -270,12 +326,22 @@ float q4_k_x16p_vec_dot(int64_t n, const void* w, const void* a) {
       [](const auto& g, const auto& ab, int b) {
         return group_lane(g.qs, nullptr, 0, ab, b, identity);
       },
-      [](const BlockQ4_Kx16P& g, int b, float* d, float* m) {
-        int sc = 0, mn = 0;
-        q4_k_scale_min(g.head[b / 8].scales, b % 8, &sc, &mn);
-        *d = fp16_to_fp32(g.head[b / 8].d) * static_cast<float>(sc);
-        *m = -(fp16_to_fp32(g.head[b / 8].dmin) * static_cast<float>(mn));
-      });
+      KPairFactors{});
+}
+
+void q5_k_x16p_to_float(const void* src, float* dst, int64_t n) {
+  x16_to_float<BlockQ5_K, BlockQ5_Kx16P, unarrange_q5_k_x16p, q5_k_to_float>(src, dst, n);
+}
+void q5_k_x16p_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ5_K, BlockQ5_Kx16P, q5_k_from_float, arrange_q5_k_x16p>(src, dst, n);
+}
+float q5_k_x16p_vec_dot(int64_t n, const void* w, const void* a) {
+  return reduce_groups<BlockQ5_Kx16P, true>(
+      n, w, a,
+      [](const auto& g, const auto& ab, int b) {
+        return group_lane(g.qs, g.qh, 0, ab, b, identity);
+      },
+      KPairFactors{});
 }
 
 }  // namespace ref
