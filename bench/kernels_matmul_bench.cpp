@@ -109,6 +109,9 @@ std::vector<uint8_t> random_weights(DType t, int64_t rows, int64_t cols) {
       case DType::IQ4_NL_X16:
         for (int b = 0; b < 16; ++b) put_half(blk + 2 * b, 0.0005f * v, false);
         break;
+      case DType::IQ4_XS_X16P:  // two IQ4_XS heads
+        put_half(blk, 0.0005f * v, false), put_half(blk + 8, 0.0005f * v, false);
+        break;
       case DType::Q5_0:
       case DType::IQ4_NL:
       case DType::IQ4_XS:
@@ -223,12 +226,12 @@ int main(int argc, char** argv) {
   // AVX2 and AVX-512 VNNI machines; Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K (and Q4_K, Q5_K as
   // Q4_K_X16P, Q5_K_X16P) on AVX-512 VNNI machines.
   const DType types[] = {
-      DType::F32,        DType::F16,      DType::BF16,      DType::Q8_0,     DType::Q8_0_X16,
-      DType::Q4_0,       DType::Q4_0_X16, DType::Q4_K,      DType::Q6_K,     DType::Q6_K_X16,
-      DType::Q4_1,       DType::Q5_0,     DType::Q5_1,      DType::IQ4_NL,   DType::Q2_K,
-      DType::Q3_K,       DType::Q5_K,     DType::IQ4_XS,    DType::Q4_K_X16, DType::IQ4_XS_X16,
-      DType::Q3_K_X16,   DType::Q5_K_X16, DType::Q4_1_X16,  DType::Q5_0_X16, DType::Q5_1_X16,
-      DType::IQ4_NL_X16, DType::Q2_K_X16, DType::Q4_K_X16P, DType::Q5_K_X16P};
+      DType::F32,        DType::F16,      DType::BF16,      DType::Q8_0,      DType::Q8_0_X16,
+      DType::Q4_0,       DType::Q4_0_X16, DType::Q4_K,      DType::Q6_K,      DType::Q6_K_X16,
+      DType::Q4_1,       DType::Q5_0,     DType::Q5_1,      DType::IQ4_NL,    DType::Q2_K,
+      DType::Q3_K,       DType::Q5_K,     DType::IQ4_XS,    DType::Q4_K_X16,  DType::IQ4_XS_X16,
+      DType::Q3_K_X16,   DType::Q5_K_X16, DType::Q4_1_X16,  DType::Q5_0_X16,  DType::Q5_1_X16,
+      DType::IQ4_NL_X16, DType::Q2_K_X16, DType::Q4_K_X16P, DType::Q5_K_X16P, DType::IQ4_XS_X16P};
   const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};
   for (DType t : types) {
     for (const auto& shape : shapes) {

@@ -52,6 +52,7 @@ enum class DType : uint32_t {
   Q2_K_X16 = 77,
   Q4_K_X16P = 78,
   Q5_K_X16P = 79,
+  IQ4_XS_X16P = 80,
 };
 
 struct DTypeInfo {

@@ -44,14 +44,15 @@ const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16, DType::Q8_0, DType::Q8_0_X
                        {DType::IQ4_NL, DType::IQ4_NL_X16, DType::Q8_0, DType::Q8_0_X16A},
                        {DType::Q2_K, DType::Q2_K_X16, DType::Q8_K, DType::Q8_K_X16A},
                        {DType::Q4_K, DType::Q4_K_X16P, DType::Q8_K, DType::Q8_0_X16A},
-                       {DType::Q5_K, DType::Q5_K_X16P, DType::Q8_K, DType::Q8_0_X16A}};
+                       {DType::Q5_K, DType::Q5_K_X16P, DType::Q8_K, DType::Q8_0_X16A},
+                       {DType::IQ4_XS, DType::IQ4_XS_X16P, DType::Q8_K, DType::Q8_0_X16A}};
 
 // Q4_1_X16 .. Q2_K_X16 and Q4_K_X16P have AVX-512 kernels only (AVX2 machines keep the
 // file layouts, or Q4_K_X16).
 bool avx512_only(DType x16) {
   return x16 == DType::Q4_1_X16 || x16 == DType::Q5_0_X16 || x16 == DType::Q5_1_X16 ||
          x16 == DType::IQ4_NL_X16 || x16 == DType::Q2_K_X16 || x16 == DType::Q4_K_X16P ||
-         x16 == DType::Q5_K_X16P;
+         x16 == DType::Q5_K_X16P || x16 == DType::IQ4_XS_X16P;
 }
 
 // The fp16 super-block scales of a repacked row: leading each X16 group (16 of them, one
@@ -79,6 +80,8 @@ uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
     auto* head = reinterpret_cast<KQuantHead*>(row);
     return i == 0 ? &head[0].d : &head[1].dmin;
   }
+  // IQ4_XS_X16P: the scales of super-blocks 0 and 1.
+  if (p.x16 == DType::IQ4_XS_X16P) return &reinterpret_cast<IQ4XSHead*>(row)[i].d;
   // Q4_1_X16, Q5_1_X16: block 0's scale and block 1's offset.
   if (p.x16 == DType::Q4_1_X16) {
     auto& g = *reinterpret_cast<BlockQ4_1x16*>(row);
@@ -115,10 +118,11 @@ TEST(Interleaved, LayoutsHaveTheSizeOfWhatTheyReplace) {
   EXPECT_EQ(row_bytes(DType::Q6_K_X16, 2048), row_bytes(DType::Q6_K, 2048));
   EXPECT_EQ(dtype_info(DType::Q8_K_X16A).type_size, sizeof(BlockQ8_Kx16A));
   // Internal ids are not file types: a GGUF naming them is rejected by the reader.
-  for (DType t : {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16,
-                  DType::Q8_K_X16A, DType::Q4_K_X16, DType::Q5_K_X16, DType::IQ4_XS_X16,
-                  DType::Q3_K_X16, DType::Q4_1_X16, DType::Q5_0_X16, DType::Q5_1_X16,
-                  DType::IQ4_NL_X16, DType::Q2_K_X16, DType::Q4_K_X16P, DType::Q5_K_X16P}) {
+  for (DType t :
+       {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16, DType::Q8_K_X16A,
+        DType::Q4_K_X16, DType::Q5_K_X16, DType::IQ4_XS_X16, DType::Q3_K_X16, DType::Q4_1_X16,
+        DType::Q5_0_X16, DType::Q5_1_X16, DType::IQ4_NL_X16, DType::Q2_K_X16, DType::Q4_K_X16P,
+        DType::Q5_K_X16P, DType::IQ4_XS_X16P}) {
     EXPECT_FALSE(dtype_info(static_cast<uint32_t>(t)).has_value());
     EXPECT_FALSE(dtype_from_name(dtype_name(t)).has_value());
   }
@@ -173,7 +177,11 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_EQ(repacked_weight_type(DType::Q5_K, 768), q5_k_by_super_block);
   EXPECT_THROW(repack_weight_rows(DType::Q5_K, DType::Q5_K_X16P, buf.data(), 1, 768), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q5_K, DType::Q4_K_X16, buf.data(), 1, 512), Error);
-  EXPECT_EQ(repacked_weight_type(DType::IQ4_XS, 2048), avx2 ? DType::IQ4_XS_X16 : DType::IQ4_XS);
+  const DType iq4_xs_by_super_block = avx2 ? DType::IQ4_XS_X16 : DType::IQ4_XS;
+  EXPECT_EQ(repacked_weight_type(DType::IQ4_XS, 2048),
+            avx512 ? DType::IQ4_XS_X16P : iq4_xs_by_super_block);
+  EXPECT_EQ(repacked_weight_type(DType::IQ4_XS, 768), iq4_xs_by_super_block);
+  EXPECT_THROW(repack_weight_rows(DType::IQ4_XS, DType::IQ4_XS_X16P, buf.data(), 1, 768), Error);
   EXPECT_EQ(repacked_weight_type(DType::IQ4_XS, 200), DType::IQ4_XS);
   EXPECT_THROW(repack_weight_rows(DType::IQ4_XS, DType::IQ4_XS_X16, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::IQ4_XS, DType::Q4_K_X16, buf.data(), 1, 512), Error);
@@ -182,9 +190,10 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_THROW(repack_weight_rows(DType::Q3_K, DType::IQ4_XS_X16, buf.data(), 1, 512), Error);
   for (const Pair& p : kPairs) {
     if (!avx512_only(p.x16)) continue;
-    const DType without = p.file == DType::Q4_K   ? q4_k_by_super_block
-                          : p.file == DType::Q5_K ? q5_k_by_super_block
-                                                  : p.file;
+    const DType without = p.file == DType::Q4_K     ? q4_k_by_super_block
+                          : p.file == DType::Q5_K   ? q5_k_by_super_block
+                          : p.file == DType::IQ4_XS ? iq4_xs_by_super_block
+                                                    : p.file;
     EXPECT_EQ(repacked_weight_type(p.file, 2048), avx512 ? p.x16 : without);
     EXPECT_EQ(repacked_weight_type(p.file, 480), p.file);
     EXPECT_THROW(repack_weight_rows(p.file, p.x16, buf.data(), 1, 480), Error);
@@ -248,6 +257,24 @@ void expect_k_pair_round_trip_and_lanes(DType type, void (*arrange)(const Block*
     }
   }
   EXPECT_EQ(0, std::memcmp(g.head[1].scales, blocks[1].scales, sizeof g.head[1].scales));
+}
+
+TEST(Interleaved, Iq4XsPairsRoundTripAndPlaceLanes) {
+  Rng rng(13);
+  const auto w = test::random_weights(DType::IQ4_XS, 1, kQKX16, rng);
+  const auto* blocks = reinterpret_cast<const BlockIQ4_XS*>(w.data());
+  BlockIQ4_XSx16P g;
+  BlockIQ4_XS back[2];
+  arrange_iq4_xs_x16p(blocks, &g);
+  unarrange_iq4_xs_x16p(g, back);
+  EXPECT_EQ(0, std::memcmp(back, blocks, sizeof back));
+  for (int b = 0; b < kX16Blocks; ++b) {
+    for (int e = 0; e < 32; ++e) {
+      const int k = e / 4, n = 4 * b + e % 4;
+      const int file = (blocks[b / 8].qs[16 * (b % 8) + e % 16] >> (4 * (e / 16))) & 15;
+      ASSERT_EQ(file, (g.qs[64 * (k % 4) + n] >> (4 * (k / 4))) & 15) << "lane " << b << " " << e;
+    }
+  }
 }
 
 TEST(Interleaved, KPairsRoundTripAndPlaceLanes) {

@@ -224,6 +224,18 @@ struct BlockQ5_Kx16P {
   uint8_t qh[kQKX16 / 8];
   uint8_t qs[kQKX16 / 2];
 };
+// IQ4_XS_X16P: the same for IQ4_XS (no mins), with IQ4_NL_X16's grid indices in qs; lane b's
+// scale is d x (ls - 32) of its sub-block. With 272-byte groups, qs is 32-byte aligned in
+// every other group only (the others' two-half loads straddle lines).
+struct IQ4XSHead {  // the first 8 bytes of an IQ4_XS block
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+};
+struct BlockIQ4_XSx16P {
+  IQ4XSHead head[2];
+  uint8_t qs[kQKX16 / 2];
+};
 
 // The activations both multiply: 16 Q8_0 blocks with their quants in the same lane order,
 // plus what the kernels would otherwise recompute for every weight row.
@@ -345,6 +357,7 @@ static_assert(sizeof(BlockQ3_Kx16) == 110);
 static_assert(sizeof(BlockQ2_Kx16) == 84);
 static_assert(sizeof(BlockQ4_Kx16P) == 288);
 static_assert(sizeof(BlockQ5_Kx16P) == 352);
+static_assert(sizeof(BlockIQ4_XSx16P) == 272);
 static_assert(sizeof(BlockQ4_Kx16) == 144);
 static_assert(sizeof(BlockQ5_Kx16) == 176);
 static_assert(sizeof(BlockQ6_Kx16) == 210);

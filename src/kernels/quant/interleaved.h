@@ -14,8 +14,8 @@ namespace strata::kernels {
 // on this CPU, or `type` itself when no repacking pays: Q4_0 -> Q4_0_X16 and Q8_0 ->
 // Q8_0_X16 where cpu_kernel_isa() has AVX2 (or AVX-512 VNNI) and cols is a multiple of
 // kQKX16; Q6_K, Q4_K, Q5_K, IQ4_XS and Q3_K -> Q6_K_X16, Q4_K_X16, Q5_K_X16, IQ4_XS_X16
-// and Q3_K_X16 at the same levels (Q4_K, Q5_K -> Q4_K_X16P, Q5_K_X16P with AVX-512 VNNI
-// and whole groups);
+// and Q3_K_X16 at the same levels (Q4_K, Q5_K, IQ4_XS -> Q4_K_X16P, Q5_K_X16P, IQ4_XS_X16P
+// with AVX-512 VNNI and whole groups);
 // Q2_K, Q4_1, Q5_0, Q5_1 and IQ4_NL -> their _X16 layouts with AVX-512 VNNI.
 DType repacked_weight_type(DType type, int64_t cols);
 
@@ -50,11 +50,13 @@ void arrange_q5_1_x16(const BlockQ5_1* src, BlockQ5_1x16* dst);
 void unarrange_q5_1_x16(const BlockQ5_1x16& src, BlockQ5_1* dst);
 void arrange_iq4_nl_x16(const BlockIQ4_NL* src, BlockIQ4_NLx16* dst);
 void unarrange_iq4_nl_x16(const BlockIQ4_NLx16& src, BlockIQ4_NL* dst);
-// Two Q4_K (Q5_K) super-blocks <-> one Q4_K_X16P (Q5_K_X16P) group.
+// Two Q4_K (Q5_K, IQ4_XS) super-blocks <-> one Q4_K_X16P (Q5_K_X16P, IQ4_XS_X16P) group.
 void arrange_q4_k_x16p(const BlockQ4_K* src, BlockQ4_Kx16P* dst);
 void unarrange_q4_k_x16p(const BlockQ4_Kx16P& src, BlockQ4_K* dst);
 void arrange_q5_k_x16p(const BlockQ5_K* src, BlockQ5_Kx16P* dst);
 void unarrange_q5_k_x16p(const BlockQ5_Kx16P& src, BlockQ5_K* dst);
+void arrange_iq4_xs_x16p(const BlockIQ4_XS* src, BlockIQ4_XSx16P* dst);
+void unarrange_iq4_xs_x16p(const BlockIQ4_XSx16P& src, BlockIQ4_XS* dst);
 
 // A group layout from floats: the file block type's quantizer `quantize` on 16 blocks at
 // a time, then `arrange`. For the activations, `quantize` may be any level's

@@ -28,6 +28,7 @@ DType repacked_weight_type(DType type, int64_t cols) {
   // Super-block pairs: half the per-lane float work of Q4_K_X16 (blocks.h).
   if (groups && type == DType::Q4_K && isa >= KernelIsa::avx512_vnni) return DType::Q4_K_X16P;
   if (groups && type == DType::Q5_K && isa >= KernelIsa::avx512_vnni) return DType::Q5_K_X16P;
+  if (groups && type == DType::IQ4_XS && isa >= KernelIsa::avx512_vnni) return DType::IQ4_XS_X16P;
   if (super_blocks) {
     if (type == DType::Q6_K) return DType::Q6_K_X16;
     if (type == DType::Q4_K) return DType::Q4_K_X16;
@@ -84,6 +85,9 @@ void repack_weight_rows(DType from, DType to, void* data, int64_t rows, int64_t 
     repack_groups<BlockQ4_K, BlockQ4_Kx16P, arrange_q4_k_x16p, 2>(data, rows * (cols / kQKX16));
   } else if (shape_ok && from == DType::Q5_K && to == DType::Q5_K_X16P) {
     repack_groups<BlockQ5_K, BlockQ5_Kx16P, arrange_q5_k_x16p, 2>(data, rows * (cols / kQKX16));
+  } else if (shape_ok && from == DType::IQ4_XS && to == DType::IQ4_XS_X16P) {
+    repack_groups<BlockIQ4_XS, BlockIQ4_XSx16P, arrange_iq4_xs_x16p, 2>(data,
+                                                                        rows * (cols / kQKX16));
   } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q6_K &&
              to == DType::Q6_K_X16) {
     repack_groups<BlockQ6_K, BlockQ6_Kx16, arrange_q6_k_x16, 1>(data, rows * (cols / kQK_K));

@@ -40,7 +40,7 @@ void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
 void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
-// Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16, Q4_K_X16P and Q5_K_X16P likewise
+// Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16 and the K pairs likewise
 // (legacy_x16_avx512.cpp); bit-identical to their ref:: models.
 float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a);
 float q5_0_x16_vec_dot(int64_t n, const void* w, const void* a);
@@ -60,6 +60,9 @@ void q4_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, cons
 float q5_k_x16p_vec_dot(int64_t n, const void* w, const void* a);
 void q5_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                     int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+float iq4_xs_x16p_vec_dot(int64_t n, const void* w, const void* a);
+void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                      int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
 // Q2_K_X16 weights against Q8_K_X16A activations (kquant_q2_x16_avx512.cpp); bit-identical to
 // ref::q2_k_x16_vec_dot.

@@ -47,8 +47,8 @@ float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q8_0_x16_to_float(const void* src, float* dst, int64_t n);
 void q8_0_x16_from_float(const float* src, void* dst, int64_t n);
 float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a);
-// Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16, Q4_K_X16P and Q5_K_X16P likewise
-// (legacy_x16_ref.cpp).
+// Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16 and the K pairs (Q4_K_X16P, Q5_K_X16P,
+// IQ4_XS_X16P) likewise (legacy_x16_ref.cpp).
 void q4_1_x16_to_float(const void* src, float* dst, int64_t n);
 void q4_1_x16_from_float(const float* src, void* dst, int64_t n);
 float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a);
@@ -67,6 +67,9 @@ float q4_k_x16p_vec_dot(int64_t n, const void* w, const void* a);
 void q5_k_x16p_to_float(const void* src, float* dst, int64_t n);
 void q5_k_x16p_from_float(const float* src, void* dst, int64_t n);
 float q5_k_x16p_vec_dot(int64_t n, const void* w, const void* a);
+void iq4_xs_x16p_to_float(const void* src, float* dst, int64_t n);
+void iq4_xs_x16p_from_float(const float* src, void* dst, int64_t n);
+float iq4_xs_x16p_vec_dot(int64_t n, const void* w, const void* a);
 // Q2_K_X16 weights (kquant_x16_ref.cpp) take Q8_K_X16A activations.
 void q2_k_x16_to_float(const void* src, float* dst, int64_t n);
 void q2_k_x16_from_float(const float* src, void* dst, int64_t n);

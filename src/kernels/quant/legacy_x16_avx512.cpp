@@ -1,7 +1,8 @@
-// AVX-512 VNNI kernels for Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16, Q4_K_X16P weights
-// and Q5_K_X16P against Q8_0_X16A activations (blocks.h): llama.cpp's Q4_1, Q5_0, Q5_1,
-// IQ4_NL, Q4_K and Q5_K files, repacked at load. The row tile and 2 x 4 register block are
-// x16_group_avx512.h's; each layout here says how its 8 quant vectors come out of a group:
+// AVX-512 VNNI kernels for Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16 and the K pairs
+// (Q4_K_X16P, Q5_K_X16P, IQ4_XS_X16P) against Q8_0_X16A activations (blocks.h): llama.cpp's
+// Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K and IQ4_XS files, repacked at load. The row tile and
+// 2 x 4 register block are x16_group_avx512.h's; each layout here says how its 8 quant
+// vectors come out of a group:
 //   Q4_1: Q4_0_X16's nibbles, no offset; the block offsets m enter as m_w x d_a x the
 //         activation's block sum (one more multiply and fma per group and token)
 //   Q5_0: the nibbles plus 16 where the fifth bit is set (one masked byte add per vector,
@@ -10,9 +11,9 @@
 //   IQ4_NL: each nibble looked up in the grid + 128 (one vpshufb), offset 128
 //   Q4_K_X16P, Q5_K_X16P: Q4_1_X16's and Q5_1_X16's, with d x sc and -(dmin x m) as the
 //         lanes' scales and offsets, unpacked from the two super-blocks' heads (per group
-//         and row, not per token)
+//         and row, not per token); IQ4_XS_X16P: IQ4_NL_X16's with d x (ls - 32)
 // Bit-identical to ref::q4_1_x16_vec_dot, q5_0_x16_vec_dot, q5_1_x16_vec_dot,
-// iq4_nl_x16_vec_dot, q4_k_x16p_vec_dot and q5_k_x16p_vec_dot.
+// iq4_nl_x16_vec_dot and the K pairs' models (q4_k_x16p_vec_dot ...).
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see interleaved_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
@@ -161,7 +162,58 @@ struct Q5_Kx16P {
   }
 };
 
+// IQ4_NL_X16's quants with lane scales d x (ls - 32): lanes 0-7 from super-block 0's head,
+// 8-15 from super-block 1's (both heads are one 16-byte load).
+struct Iq4XSx16P {
+  using Group = BlockIQ4_XSx16P;
+  static constexpr int kOffsetShift = 7;  // grid values + 128
+  static constexpr bool kHasMin = false;
+  static constexpr bool kSplitChains = false;
+  static void factors(const Group& g, __m512& d, __m512&) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.head));
+    // Head s: d at bytes 8s, 8s + 1, scales_h at 8s + 2, 8s + 3, scales_l at 8s + 4 ...
+    // Lane b = 8s + j: the low 4 bits from scales_l byte j / 2 (shifted by 4 (j % 2)),
+    // the high 2 from scales_h (shifted by 2j).
+    const __m512i low = _mm512_cvtepu8_epi32(
+        _mm_shuffle_epi8(h, _mm_setr_epi8(4, 4, 5, 5, 6, 6, 7, 7, 12, 12, 13, 13, 14, 14, 15, 15)));
+    const __m512i high = _mm512_cvtepu16_epi32(_mm256_setr_m128i(
+        _mm_shuffle_epi8(h, _mm_setr_epi8(2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3)),
+        _mm_shuffle_epi8(
+            h, _mm_setr_epi8(10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11))));
+    const __m512i j = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+    const __m512i ls = _mm512_or_si512(
+        _mm512_and_si512(
+            _mm512_srlv_epi32(low, _mm512_slli_epi32(_mm512_and_si512(j, _mm512_set1_epi32(1)), 2)),
+            _mm512_set1_epi32(15)),
+        _mm512_slli_epi32(
+            _mm512_and_si512(_mm512_srlv_epi32(high, _mm512_add_epi32(j, j)), _mm512_set1_epi32(3)),
+            4));
+    const __m512 hd = _mm512_castps256_ps512(_mm256_cvtph_ps(h));  // d at 0 and 4
+    const __m512 dd = _mm512_permutexvar_ps(
+        _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4), hd);
+    d = _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32))));
+  }
+  static void load(const Group& g, GroupWeights& w) {
+    load_nibbles(g.qs, w.q);
+    const __m512i grid = iq4_nl_grid();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) w.q[k] = _mm512_shuffle_epi8(grid, w.q[k]);
+    factors(g, w.d, w.m);
+  }
+  static __m512i vec(const Group& g, int k, __m512i low4) {
+    return _mm512_shuffle_epi8(iq4_nl_grid(), nibbles(g.qs, k, low4));
+  }
+};
+
 }  // namespace
+
+float iq4_xs_x16p_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_by_row_tile<GroupRows<Iq4XSx16P>>(n / kQKX16, w, a);
+}
+void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                      int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_by_row_blocks<GroupRows<Iq4XSx16P>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
 
 float q4_k_x16p_vec_dot(int64_t n, const void* w, const void* a) {
   return vec_dot_by_row_tile<GroupRows<Q4_Kx16P>>(n / kQKX16, w, a);

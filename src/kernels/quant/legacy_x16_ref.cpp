@@ -1,6 +1,6 @@
-// Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16, Q4_K_X16P and Q5_K_X16P (blocks.h): the byte
-// moves between them and their file blocks, and the exact scalar models of their AVX-512 kernels
-// (legacy_x16_avx512.cpp, x16_group_avx512.h).
+// Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16 and the K pairs Q4_K_X16P, Q5_K_X16P and
+// IQ4_XS_X16P (blocks.h): the byte moves between them and their file blocks, and the exact scalar
+// models of their AVX-512 kernels (legacy_x16_avx512.cpp, x16_group_avx512.h).
 //
 // The models: lane b of a group is block b's exact integer dot product of the unsigned
 // quants (nibble, plus 16 for a set fifth bit; IQ4_NL: grid value + 128) with the
@@ -9,7 +9,8 @@
 // d_a[b], float(lane), acc[b]), then for Q4_1, Q5_1 and the K pairs acc[b] = fma(m_w[b] x
 // d_a[b], float(block sum), acc[b]), over the groups, and the 16 lanes added as a tree (i +
 // 8, + 4, + 2, + 1); Q4_K_X16P's and Q5_K_X16P's d_w[b] is d x sc and m_w[b] -(dmin x m) of
-// lane b's sub-block. They agree with the file layouts' kernels up to float rounding.
+// lane b's sub-block; IQ4_XS_X16P's d_w[b] is d x (ls - 32), and its lanes are
+// IQ4_NL_X16's. They agree with the file layouts' kernels up to float rounding.
 #include <cmath>
 #include <cstring>
 
@@ -66,6 +67,15 @@ struct KPairFactors {
     ref::q4_k_scale_min(g.head[b / 8].scales, b % 8, &sc, &mn);
     *d = fp16_to_fp32(g.head[b / 8].d) * static_cast<float>(sc);
     *m = -(fp16_to_fp32(g.head[b / 8].dmin) * static_cast<float>(mn));
+  }
+};
+
+// Lane b's scale d x (ls - 32) of an IQ4_XS pair.
+struct Iq4XsPairFactors {
+  void operator()(const BlockIQ4_XSx16P& g, int b, float* d, float*) const {
+    const IQ4XSHead& h = g.head[b / 8];
+    *d = fp16_to_fp32(h.d) *
+         static_cast<float>(ref::iq4_xs_scale(h.scales_h, h.scales_l, b % 8) - 32);
   }
 };
 
@@ -225,6 +235,22 @@ void unarrange_q4_k_x16p(const BlockQ4_Kx16P& src, BlockQ4_K* dst) {
   }
 }
 
+void arrange_iq4_xs_x16p(const BlockIQ4_XS* src, BlockIQ4_XSx16P* dst) {
+  for (int s = 0; s < 2; ++s) {
+    dst->head[s].d = src[s].d, dst->head[s].scales_h = src[s].scales_h;
+    std::memcpy(dst->head[s].scales_l, src[s].scales_l, sizeof dst->head[s].scales_l);
+  }
+  // An IQ4_XS sub-block's 16 index bytes are a Q4_0 block's nibbles already.
+  for (int b = 0; b < kX16Blocks; ++b) put_nibbles(src[b / 8].qs + 16 * (b % 8), b, dst->qs);
+}
+void unarrange_iq4_xs_x16p(const BlockIQ4_XSx16P& src, BlockIQ4_XS* dst) {
+  for (int s = 0; s < 2; ++s) {
+    dst[s].d = src.head[s].d, dst[s].scales_h = src.head[s].scales_h;
+    std::memcpy(dst[s].scales_l, src.head[s].scales_l, sizeof dst[s].scales_l);
+  }
+  for (int b = 0; b < kX16Blocks; ++b) get_nibbles(src.qs, b, dst[b / 8].qs + 16 * (b % 8));
+}
+
 void arrange_q5_k_x16p(const BlockQ5_K* src, BlockQ5_Kx16P* dst) {
   std::memset(dst->qh, 0, sizeof dst->qh);
   for (int s = 0; s < 2; ++s) put_head(src[s], &dst->head[s]);
@@ -342,6 +368,21 @@ float q5_k_x16p_vec_dot(int64_t n, const void* w, const void* a) {
         return group_lane(g.qs, g.qh, 0, ab, b, identity);
       },
       KPairFactors{});
+}
+
+void iq4_xs_x16p_to_float(const void* src, float* dst, int64_t n) {
+  x16_to_float<BlockIQ4_XS, BlockIQ4_XSx16P, unarrange_iq4_xs_x16p, iq4_xs_to_float>(src, dst, n);
+}
+void iq4_xs_x16p_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockIQ4_XS, BlockIQ4_XSx16P, iq4_xs_from_float, arrange_iq4_xs_x16p>(src, dst, n);
+}
+float iq4_xs_x16p_vec_dot(int64_t n, const void* w, const void* a) {
+  return reduce_groups<BlockIQ4_XSx16P, false>(
+      n, w, a,
+      [](const auto& g, const auto& ab, int b) {
+        return group_lane(g.qs, nullptr, 128, ab, b, [](int q) { return kIQ4NLValues[q] + 128; });
+      },
+      Iq4XsPairFactors{});
 }
 
 }  // namespace ref

@@ -16,7 +16,7 @@
 namespace strata::kernels {
 namespace {
 
-constexpr size_t kMaxTypeId = 80;  // GGUF ids are small; the internal layouts are 64-79
+constexpr size_t kMaxTypeId = 81;  // GGUF ids are small; the internal layouts are 64-80
 using Table = std::array<TypeTraits, kMaxTypeId>;
 
 size_t index_of(DType t) {
@@ -83,6 +83,7 @@ Table build_reference() {
   check_block_size(DType::Q2_K_X16, sizeof(BlockQ2_Kx16), kQK_K);
   check_block_size(DType::Q4_K_X16P, sizeof(BlockQ4_Kx16P), kQKX16);
   check_block_size(DType::Q5_K_X16P, sizeof(BlockQ5_Kx16P), kQKX16);
+  check_block_size(DType::IQ4_XS_X16P, sizeof(BlockIQ4_XSx16P), kQKX16);
   Table t{};
   add(t, {DType::F32, ref::f32_to_float, ref::f32_from_float, DType::F32, ref::f32_vec_dot,
           gemm_by_vec_dot<ref::f32_vec_dot>});
@@ -145,6 +146,8 @@ Table build_reference() {
           ref::q4_k_x16p_vec_dot, gemm_by_vec_dot<ref::q4_k_x16p_vec_dot>});
   add(t, {DType::Q5_K_X16P, ref::q5_k_x16p_to_float, ref::q5_k_x16p_from_float, DType::Q8_0_X16A,
           ref::q5_k_x16p_vec_dot, gemm_by_vec_dot<ref::q5_k_x16p_vec_dot>});
+  add(t, {DType::IQ4_XS_X16P, ref::iq4_xs_x16p_to_float, ref::iq4_xs_x16p_from_float,
+          DType::Q8_0_X16A, ref::iq4_xs_x16p_vec_dot, gemm_by_vec_dot<ref::iq4_xs_x16p_vec_dot>});
   add(t, {DType::Q8_K_X16A, ref::q8_k_x16a_to_float, ref::q8_k_x16a_from_float, DType::Q8_K_X16A,
           nullptr, nullptr});
   return t;
@@ -237,6 +240,7 @@ Table build_fast(KernelIsa isa) {
   set_kernels(DType::IQ4_NL_X16, avx512::iq4_nl_x16_vec_dot, avx512::iq4_nl_x16_gemm);
   set_kernels(DType::Q4_K_X16P, avx512::q4_k_x16p_vec_dot, avx512::q4_k_x16p_gemm);
   set_kernels(DType::Q5_K_X16P, avx512::q5_k_x16p_vec_dot, avx512::q5_k_x16p_gemm);
+  set_kernels(DType::IQ4_XS_X16P, avx512::iq4_xs_x16p_vec_dot, avx512::iq4_xs_x16p_gemm);
   set_kernels(DType::Q4_1, avx512::q4_1_vec_dot, avx512::q4_1_gemm);
   set_kernels(DType::Q5_0, avx512::q5_0_vec_dot, avx512::q5_0_gemm);
   set_kernels(DType::Q5_1, avx512::q5_1_vec_dot, avx512::q5_1_gemm);
