@@ -25,7 +25,8 @@ DType repacked_weight_type(DType type, int64_t cols) {
   const KernelIsa isa = cpu_kernel_isa();
   if (cols <= 0 || isa < KernelIsa::avx2) return type;
   const bool super_blocks = cols % kQK_K == 0, groups = cols % kQKX16 == 0;
-  // Super-block pairs: half the per-lane float work of Q4_K_X16 (blocks.h).
+  // Super-block pairs: half the per-lane float work of Q4_K_X16, Q5_K_X16 and IQ4_XS_X16
+  // (blocks.h); AVX-512 VNNI only.
   if (groups && type == DType::Q4_K && isa >= KernelIsa::avx512_vnni) return DType::Q4_K_X16P;
   if (groups && type == DType::Q5_K && isa >= KernelIsa::avx512_vnni) return DType::Q5_K_X16P;
   if (groups && type == DType::IQ4_XS && isa >= KernelIsa::avx512_vnni) return DType::IQ4_XS_X16P;

@@ -1,7 +1,7 @@
 // The AVX-512 VNNI row tile and 2 x 4 register block shared by the 512-element group
 // layouts against Q8_0_X16A activations (blocks.h): Q4_0_X16 and Q8_0_X16
-// (interleaved_avx512.cpp), Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16 and Q4_K_X16P
-// (legacy_x16_avx512.cpp). A layout supplies W:
+// (interleaved_avx512.cpp), Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16 and the K pairs
+// Q4_K_X16P, Q5_K_X16P, IQ4_XS_X16P (legacy_x16_avx512.cpp). A layout supplies W:
 //   using Group;                              // one group of 16 blocks of one row
 //   static constexpr int kOffsetShift;        // unsigned quants are q + (1 << shift); -1: none
 //   static constexpr bool kHasMin;            // the group has fp16 offsets m[b] (Q4_1, Q5_1)
