@@ -36,15 +36,14 @@ struct Q4x16 {
   // gemm_block: one vpdpbusd chain per (row, token); two (even and odd k) measured 10%
   // slower here and 10% faster for Q8_0 (noisy, shared machine).
   static constexpr bool kSplitChains = false;
-  static void load(const Group& g, GroupWeights& w) {
+  static void quants(const Group& g, __m512i (&q)[8]) {
     const __m512i mask = _mm512_set1_epi8(0x0f);
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m512i v = load64(g.qs + 64 * c);
-      w.q[c] = _mm512_and_si512(v, mask);                            // elements 4c..4c+3
-      w.q[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);  // 16+4c..16+4c+3
+      q[c] = _mm512_and_si512(v, mask);                            // elements 4c..4c+3
+      q[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);  // 16+4c..16+4c+3
     }
-    w.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.d)));
   }
   // Weight vector k alone (the block kernel's way: one register at a time).
   static __m512i vec(const Group& g, int k, __m512i mask) {
@@ -58,10 +57,9 @@ struct Q8x16 {
   static constexpr int kOffsetShift = 7;  // quants are stored as q + 128
   static constexpr bool kHasMin = false;
   static constexpr bool kSplitChains = true;
-  static void load(const Group& g, GroupWeights& w) {
+  static void quants(const Group& g, __m512i (&q)[8]) {
 #pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) w.q[k] = load64(g.qs + 64 * k);
-    w.d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.d)));
+    for (int k = 0; k < 8; ++k) q[k] = load64(g.qs + 64 * k);
   }
   static __m512i vec(const Group& g, int k, __m512i) {
     return _mm512_loadu_si512(g.qs + 64 * k);

@@ -29,10 +29,6 @@
 namespace strata::kernels::avx512 {
 namespace {
 
-inline __m512 load_halves(const uint16_t* h) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
-}
-
 // Nibble vector k of a group's qs: the low nibbles of bytes 64k.. (k < 4) or the high
 // nibbles of bytes 64(k - 4).. (elements 4k..4k+3 of each block either way).
 inline __m512i nibbles(const uint8_t* qs, int k, __m512i low4) {
@@ -62,55 +58,62 @@ inline __m512i iq4_nl_grid() {
       _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15));
 }
 
-struct Q4_1x16 {
+// The three ways a group's quant vectors come out of its qs (and qh), for any group with
+// those fields: nibbles; nibbles plus their fifth bits; grid values + 128 looked up by the
+// nibbles.
+template <class G>
+struct NibbleQuants {
+  static void quants(const G& g, __m512i (&q)[8]) { load_nibbles(g.qs, q); }
+  static __m512i vec(const G& g, int k, __m512i low4) { return nibbles(g.qs, k, low4); }
+};
+template <class G>
+struct FifthBitQuants {
+  static void quants(const G& g, __m512i (&q)[8]) {
+    load_nibbles(g.qs, q);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) q[k] = add_fifth_bits(q[k], g.qh, k);
+  }
+  static __m512i vec(const G& g, int k, __m512i low4) {
+    return add_fifth_bits(nibbles(g.qs, k, low4), g.qh, k);
+  }
+};
+template <class G>
+struct GridQuants {
+  static void quants(const G& g, __m512i (&q)[8]) {
+    load_nibbles(g.qs, q);
+    const __m512i grid = iq4_nl_grid();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) q[k] = _mm512_shuffle_epi8(grid, q[k]);
+  }
+  static __m512i vec(const G& g, int k, __m512i low4) {
+    return _mm512_shuffle_epi8(iq4_nl_grid(), nibbles(g.qs, k, low4));
+  }
+};
+
+// The file-type groups: fp16 scales d (and offsets m), the template's default factors.
+struct Q4_1x16 : NibbleQuants<BlockQ4_1x16> {
   using Group = BlockQ4_1x16;
   static constexpr int kOffsetShift = -1;
   static constexpr bool kHasMin = true;
   static constexpr bool kSplitChains = false;
-  static void load(const Group& g, GroupWeights& w) {
-    load_nibbles(g.qs, w.q);
-    w.d = load_halves(g.d);
-    w.m = load_halves(g.m);
-  }
-  static __m512i vec(const Group& g, int k, __m512i low4) { return nibbles(g.qs, k, low4); }
 };
 
 // Q5_0 (offset 16) and Q5_1 (no offset, block offsets m): the nibbles with their fifth bits.
 template <class G, int kShift, bool kMin>
-struct Q5x16 {
+struct Q5x16 : FifthBitQuants<G> {
   using Group = G;
   static constexpr int kOffsetShift = kShift;
   static constexpr bool kHasMin = kMin;
   static constexpr bool kSplitChains = false;
-  static void load(const Group& g, GroupWeights& w) {
-    load_nibbles(g.qs, w.q);
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) w.q[k] = add_fifth_bits(w.q[k], g.qh, k);
-    w.d = load_halves(g.d);
-    if constexpr (kMin) w.m = load_halves(g.m);
-  }
-  static __m512i vec(const Group& g, int k, __m512i low4) {
-    return add_fifth_bits(nibbles(g.qs, k, low4), g.qh, k);
-  }
 };
 using Q5_0x16 = Q5x16<BlockQ5_0x16, 4, false>;  // quants are q + 16
 using Q5_1x16 = Q5x16<BlockQ5_1x16, -1, true>;
 
-struct Iq4NLx16 {
+struct Iq4NLx16 : GridQuants<BlockIQ4_NLx16> {
   using Group = BlockIQ4_NLx16;
   static constexpr int kOffsetShift = 7;  // grid values + 128
   static constexpr bool kHasMin = false;
   static constexpr bool kSplitChains = false;
-  static void load(const Group& g, GroupWeights& w) {
-    load_nibbles(g.qs, w.q);
-    const __m512i grid = iq4_nl_grid();
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) w.q[k] = _mm512_shuffle_epi8(grid, w.q[k]);
-    w.d = load_halves(g.d);
-  }
-  static __m512i vec(const Group& g, int k, __m512i low4) {
-    return _mm512_shuffle_epi8(iq4_nl_grid(), nibbles(g.qs, k, low4));
-  }
 };
 
 // A K pair's lane scales d x sc and offsets -(dmin x m): lanes 0-7 from super-block 0's
@@ -131,40 +134,26 @@ inline void k_pair_factors(const KQuantHead* head, __m512& d, __m512& m) {
   m = _mm512_mul_ps(dm, _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), mins)));
 }
 
-struct Q4_Kx16P {
+struct Q4_Kx16P : NibbleQuants<BlockQ4_Kx16P> {
   using Group = BlockQ4_Kx16P;
   static constexpr int kOffsetShift = -1;
   static constexpr bool kHasMin = true;
   static constexpr bool kSplitChains = false;
   static void factors(const Group& g, __m512& d, __m512& m) { k_pair_factors(g.head, d, m); }
-  static void load(const Group& g, GroupWeights& w) {
-    load_nibbles(g.qs, w.q);
-    factors(g, w.d, w.m);
-  }
-  static __m512i vec(const Group& g, int k, __m512i low4) { return nibbles(g.qs, k, low4); }
 };
 
 // Q5_1_X16's quants with the K pair's factors.
-struct Q5_Kx16P {
+struct Q5_Kx16P : FifthBitQuants<BlockQ5_Kx16P> {
   using Group = BlockQ5_Kx16P;
   static constexpr int kOffsetShift = -1;
   static constexpr bool kHasMin = true;
   static constexpr bool kSplitChains = false;
   static void factors(const Group& g, __m512& d, __m512& m) { k_pair_factors(g.head, d, m); }
-  static void load(const Group& g, GroupWeights& w) {
-    load_nibbles(g.qs, w.q);
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) w.q[k] = add_fifth_bits(w.q[k], g.qh, k);
-    factors(g, w.d, w.m);
-  }
-  static __m512i vec(const Group& g, int k, __m512i low4) {
-    return add_fifth_bits(nibbles(g.qs, k, low4), g.qh, k);
-  }
 };
 
 // IQ4_NL_X16's quants with lane scales d x (ls - 32): lanes 0-7 from super-block 0's head,
 // 8-15 from super-block 1's (both heads are one 16-byte load).
-struct Iq4XSx16P {
+struct Iq4XSx16P : GridQuants<BlockIQ4_XSx16P> {
   using Group = BlockIQ4_XSx16P;
   static constexpr int kOffsetShift = 7;  // grid values + 128
   static constexpr bool kHasMin = false;
@@ -192,16 +181,6 @@ struct Iq4XSx16P {
     const __m512 dd = _mm512_permutexvar_ps(
         _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4), hd);
     d = _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32))));
-  }
-  static void load(const Group& g, GroupWeights& w) {
-    load_nibbles(g.qs, w.q);
-    const __m512i grid = iq4_nl_grid();
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) w.q[k] = _mm512_shuffle_epi8(grid, w.q[k]);
-    factors(g, w.d, w.m);
-  }
-  static __m512i vec(const Group& g, int k, __m512i low4) {
-    return _mm512_shuffle_epi8(iq4_nl_grid(), nibbles(g.qs, k, low4));
   }
 };
 

@@ -218,7 +218,9 @@ void set_q5_k_sub_block_fifth_bits(uint32_t bits, int s, uint8_t* q5_k_qh) {
   }
 }
 
-void arrange_q4_k_x16p(const BlockQ4_K* src, BlockQ4_Kx16P* dst) {
+// The heads and nibbles of a Q4_K or Q5_K pair (Q5_K's fifth bits are the caller's).
+template <class Block, class Group>
+void put_k_pair(const Block* src, Group* dst) {
   for (int s = 0; s < 2; ++s) put_head(src[s], &dst->head[s]);
   for (int b = 0; b < kX16Blocks; ++b) {
     uint8_t nibbles[16];
@@ -226,13 +228,21 @@ void arrange_q4_k_x16p(const BlockQ4_K* src, BlockQ4_Kx16P* dst) {
     put_nibbles(nibbles, b, dst->qs);
   }
 }
-void unarrange_q4_k_x16p(const BlockQ4_Kx16P& src, BlockQ4_K* dst) {
+template <class Block, class Group>
+void get_k_pair(const Group& src, Block* dst) {
   for (int s = 0; s < 2; ++s) get_head(src.head[s], &dst[s]);
   for (int b = 0; b < kX16Blocks; ++b) {
     uint8_t nibbles[16];
     get_nibbles(src.qs, b, nibbles);
     nibbles_to_q4_k_sub_block(nibbles, b % 8, dst[b / 8].qs);
   }
+}
+
+void arrange_q4_k_x16p(const BlockQ4_K* src, BlockQ4_Kx16P* dst) {
+  put_k_pair(src, dst);
+}
+void unarrange_q4_k_x16p(const BlockQ4_Kx16P& src, BlockQ4_K* dst) {
+  get_k_pair(src, dst);
 }
 
 void arrange_iq4_xs_x16p(const BlockIQ4_XS* src, BlockIQ4_XSx16P* dst) {
@@ -252,12 +262,9 @@ void unarrange_iq4_xs_x16p(const BlockIQ4_XSx16P& src, BlockIQ4_XS* dst) {
 }
 
 void arrange_q5_k_x16p(const BlockQ5_K* src, BlockQ5_Kx16P* dst) {
+  put_k_pair(src, dst);
   std::memset(dst->qh, 0, sizeof dst->qh);
-  for (int s = 0; s < 2; ++s) put_head(src[s], &dst->head[s]);
   for (int b = 0; b < kX16Blocks; ++b) {
-    uint8_t nibbles[16];
-    q4_k_sub_block_to_nibbles(src[b / 8].qs, b % 8, nibbles);
-    put_nibbles(nibbles, b, dst->qs);
     uint8_t bits[4];
     const uint32_t mask = q5_k_sub_block_fifth_bits(src[b / 8].qh, b % 8);
     std::memcpy(bits, &mask, sizeof bits);
@@ -265,11 +272,9 @@ void arrange_q5_k_x16p(const BlockQ5_K* src, BlockQ5_Kx16P* dst) {
   }
 }
 void unarrange_q5_k_x16p(const BlockQ5_Kx16P& src, BlockQ5_K* dst) {
-  for (int s = 0; s < 2; ++s) get_head(src.head[s], &dst[s]);
+  get_k_pair(src, dst);
   for (int b = 0; b < kX16Blocks; ++b) {
-    uint8_t nibbles[16], bits[4];
-    get_nibbles(src.qs, b, nibbles);
-    nibbles_to_q4_k_sub_block(nibbles, b % 8, dst[b / 8].qs);
+    uint8_t bits[4];
     get_fifth_bits(src.qh, b, bits);
     uint32_t mask;
     std::memcpy(&mask, bits, sizeof mask);

@@ -6,7 +6,7 @@
 //   static constexpr int kOffsetShift;        // unsigned quants are q + (1 << shift); -1: none
 //   static constexpr bool kHasMin;            // the group has fp16 offsets m[b] (Q4_1, Q5_1)
 //   static constexpr bool kSplitChains;       // gemm_block: two vpdpbusd chains per output
-//   static void load(const Group&, GroupWeights&);   // the 8 quant vectors, d (and m)
+//   static void quants(const Group&, __m512i (&q)[8]);   // the 8 quant vectors
 //   static __m512i vec(const Group&, int k, __m512i low4);  // quant vector k alone
 //   static void factors(const Group&, __m512& d, __m512& m);  // optional: the lanes' scales
 //                                             // (and offsets); default: fp16 d[16] (and m[16])
@@ -105,8 +105,10 @@ void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride,
   for (int64_t g = 0; g < ng; ++g) {
     if constexpr (kPageKick)
       prefetch_page_ahead(w + g * sizeof(typename W::Group), sizeof(typename W::Group));
+    const auto& group = reinterpret_cast<const typename W::Group*>(w)[g];
     GroupWeights wg;
-    W::load(reinterpret_cast<const typename W::Group*>(w)[g], wg);
+    W::quants(group, wg.q);
+    group_factors<W>(group, wg.d, wg.m);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t)
       acc[t] =
