@@ -3,8 +3,8 @@
 // IQ4_XS_X16; Q2_K_X16 with mins) against Q8_K_X16A activations. A layout supplies W:
 //   using Block;                                          // one super-block of one row
 //   static constexpr bool kHasMin;                        // lanes have mins (value - dmin x m)
-//   static __m512i lane_scales(const Block&);             // int32 scale per lane
-//   static __m512i lane_mins(const Block&);               // int32 min per lane (kHasMin)
+//   static __m512i lane_scales(const Block&);             // int32 scale per lane, or with
+//   static void lane_scales_mins(const Block&, __m512i& scales, __m512i& mins);  // kHasMin
 //   static __m512i lane_starts(const BlockQ8_Kx16A&);     // cancels the quants' offset
 //   static __m512i vec(const Block&, int k);              // quant vector k (unsigned)
 //   static void vecs(const Block&, __m512i (&q)[4]);      // all four, each byte loaded once
@@ -19,7 +19,9 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "core/prefetch.h"
 #include "kernels/quant/avx512_util.h"
@@ -27,6 +29,32 @@
 
 namespace strata::kernels::avx512 {
 namespace {
+
+// A block's int32 lane scales (and mins).
+template <class W>
+inline void lane_factors(const typename W::Block& wb, __m512i& scales, __m512i& mins) {
+  if constexpr (W::kHasMin) {
+    W::lane_scales_mins(wb, scales, mins);
+  } else {
+    scales = W::lane_scales(wb);
+  }
+}
+
+// A block's d in lane 0 and, with mins, dmin in lane 1: the two adjacent fp16 values in
+// one conversion (two scalar conversions, multiplies and broadcasts per block and token
+// cost the Q2_K GEMV ~15%).
+template <class W>
+inline __m128 block_d_dmin(const typename W::Block& wb) {
+  if constexpr (W::kHasMin) {
+    using Block = typename W::Block;
+    static_assert(offsetof(Block, dmin) == offsetof(Block, d) + 2);
+    int32_t both;
+    std::memcpy(&both, &wb.d, 4);
+    return _mm_cvtph_ps(_mm_cvtsi32_si128(both));
+  } else {
+    return _mm_set_ss(_cvtsh_ss(wb.d));
+  }
+}
 
 // One row x T tokens: each super-block's quant vectors and scales are unpacked once for
 // T tokens.
@@ -39,11 +67,9 @@ void lane_scaled_tile(int64_t nb, const typename W::Block* w, const uint8_t* a, 
   for (int64_t b = 0; b < nb; ++b) {
     const typename W::Block& wb = w[b];
     if constexpr (kPageKick) prefetch_page_ahead(&wb, sizeof(wb));
-    const __m512i scales = W::lane_scales(wb);
-    const float dw = _cvtsh_ss(wb.d);
-    __m512i mins;
-    float dmw = 0.0f;
-    if constexpr (W::kHasMin) mins = W::lane_mins(wb), dmw = _cvtsh_ss(wb.dmin);
+    __m512i scales, mins;
+    lane_factors<W>(wb, scales, mins);
+    const __m128 dd = block_d_dmin<W>(wb);
     __m512i q[4];
     W::vecs(wb, q);
 #pragma GCC unroll 4
@@ -56,10 +82,12 @@ void lane_scaled_tile(int64_t nb, const typename W::Block* w, const uint8_t* a, 
       lanes = _mm512_dpbusd_epi32(lanes, q[2], _mm512_loadu_si512(ab.qs + 128));
       odd = _mm512_dpbusd_epi32(odd, q[3], _mm512_loadu_si512(ab.qs + 192));
       const __m512i scaled = _mm512_mullo_epi32(_mm512_add_epi32(lanes, odd), scales);
-      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dw * ab.d), _mm512_cvtepi32_ps(scaled), acc[t]);
+      __m128 f = _mm_mul_ps(dd, _mm_set1_ps(ab.d));  // d_w x d_a, dmin_w x d_a
+      acc[t] = _mm512_fmadd_ps(_mm512_broadcastss_ps(f), _mm512_cvtepi32_ps(scaled), acc[t]);
       if constexpr (W::kHasMin) {
+        f = _mm_mul_ps(f, _mm_set1_ps(0.03125f));
         const __m512i min_terms = _mm512_mullo_epi32(_mm512_loadu_si512(ab.bias), mins);
-        acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dmw * ab.d * 0.03125f),
+        acc[t] = _mm512_fmadd_ps(_mm512_broadcastss_ps(_mm_movehdup_ps(f)),
                                  _mm512_cvtepi32_ps(min_terms), acc[t]);
       }
     }
@@ -119,7 +147,8 @@ void lane_scaled_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uin
     for (int t = 0; t < T; ++t) ad[t] = _mm512_set1_ps(ab[t]->d);
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      const __m512i scales = W::lane_scales(*wb[r]);
+      __m512i scales, mins;
+      lane_factors<W>(*wb[r], scales, mins);
       const __m512 dw = _mm512_set1_ps(_cvtsh_ss(wb[r]->d));
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
@@ -128,7 +157,6 @@ void lane_scaled_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uin
             _mm512_fmadd_ps(_mm512_mul_ps(dw, ad[t]), _mm512_cvtepi32_ps(scaled), acc[r][t]);
       }
       if constexpr (W::kHasMin) {
-        const __m512i mins = W::lane_mins(*wb[r]);
         const __m512 dmw = _mm512_set1_ps(_cvtsh_ss(wb[r]->dmin));
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {

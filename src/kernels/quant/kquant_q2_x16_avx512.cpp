@@ -2,12 +2,12 @@
 // llama.cpp's Q2_K files, repacked at load.
 //
 // Per super-block and row: one load of the quants gives the 4 quant vectors (a 16-bit
-// shift and an and each), and one 16-byte load the scales and mins, each widened to one
-// int32 lane per sub-block. Per token: 4 vpdpbusd (the quants are unsigned already), one
-// vpmulld by the scales and one of the activation's bias (-32 x the lane's sum) by the
-// mins, two converts and two fmas, lane by lane. No horizontal sum per block, unlike the
-// file layout's kernel (kquant_ext_avx512.cpp). Bit-identical to ref::q2_k_x16_vec_dot.
-// The row tile and the 2 x 4 GEMM block are kquant_lane_scaled_avx512.h's.
+// shift and an and each), and one 16-byte load widened to one int32 lane per sub-block the
+// scales (an and) and mins (a shift), and d and dmin one conversion. Per token: 4 vpdpbusd (the
+// quants are unsigned already), one vpmulld by the scales and one of the activation's bias (-32 x
+// the lane's sum) by the mins, two converts and two fmas, lane by lane. No horizontal sum per
+// block, unlike the file layout's kernel (kquant_ext_avx512.cpp). Bit-identical to
+// ref::q2_k_x16_vec_dot. The row tile and the 2 x 4 GEMM block are kquant_lane_scaled_avx512.h's.
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see interleaved_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
@@ -23,15 +23,12 @@ namespace {
 struct Q2x16 {
   using Block = BlockQ2_Kx16;
   static constexpr bool kHasMin = true;
-  // Lane j's scale, scales[j] & 15, as int32.
-  static __m512i lane_scales(const Block& wb) {
-    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales));
-    return _mm512_cvtepu8_epi32(_mm_and_si128(s, _mm_set1_epi8(0x0f)));
-  }
-  // Lane j's min, scales[j] >> 4, as int32.
-  static __m512i lane_mins(const Block& wb) {
-    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales));
-    return _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0f)));
+  // Lane j's scale scales[j] & 15 and min scales[j] >> 4, as int32, from one widening.
+  static void lane_scales_mins(const Block& wb, __m512i& scales, __m512i& mins) {
+    const __m512i both =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+    scales = _mm512_and_si512(both, _mm512_set1_epi32(15));
+    mins = _mm512_srli_epi32(both, 4);
   }
   static __m512i lane_starts(const BlockQ8_Kx16A&) { return _mm512_setzero_si512(); }
   static __m512i vec(const Block& wb, int k) {
