@@ -329,7 +329,11 @@ struct BlockIQ4_XSx16 {
 //   qs[n]             bits 2k, 2k + 1: the low 2 bits of the element (vector k is one
 //                     16-bit shift and an and away)
 //   hmask[8k + n / 8] bit n % 8: its bit 2, so 64-bit word k is a byte mask of vector k
-//   scales, d         as in Q3_K (value = d * (sc[j] - 32) * (low + 4 * bit - 4))
+//   scales            sc[j] (6 bits, as in Q3_K) at bits 6j .. 6j + 5 of the 12 bytes read
+//                     as one little-endian bit string, so a kernel gets lane j's scale from
+//                     two bytes and one shift (Q3_K's split nibbles and 2-bit fields took ~10
+//                     vector instructions per super-block, a third of the GEMV's)
+//   d                 as in Q3_K (value = d * (sc[j] - 32) * (low + 4 * bit - 4))
 // The activations are Q8_K_X16A: the kernels take low + 4 * bit (unsigned) and start lane j
 // from bias[j] / 8 = -4 * the lane's activation sum, which cancels the +4.
 // Q2_K_X16: one Q2_K super-block with its 2-bit quants in lane order, int32 lane j working

@@ -100,6 +100,25 @@ inline __m128i iq4_xs_scale_bytes(uint16_t scales_h, const uint8_t* scales_l) {
   return _mm_cvtsi64_si128(static_cast<long long>(lo | (hi << 4)));
 }
 
+// Q3_K_X16's scales (blocks.h: scale j at bits 6j .. 6j + 5 of 12 bytes): for lane j, the
+// offsets of the two bytes that hold it in the 16 bytes ending with the scale bytes (-128:
+// none; scale 15 lies in byte 11 alone) as a vpshufb control for dword j, and its shift.
+struct Q3X16ScaleTables {
+  alignas(64) int8_t bytes[64];
+  alignas(64) int32_t shifts[16];
+};
+inline constexpr Q3X16ScaleTables kQ3X16Scales = [] {
+  Q3X16ScaleTables t{};
+  for (int j = 0; j < 16; ++j) {
+    const int byte = 6 * j / 8;
+    t.bytes[4 * j] = static_cast<int8_t>(4 + byte);
+    t.bytes[4 * j + 1] = static_cast<int8_t>(byte + 1 < 12 ? 5 + byte : -128);
+    t.bytes[4 * j + 2] = t.bytes[4 * j + 3] = -128;
+    t.shifts[j] = 6 * j % 8;
+  }
+  return t;
+}();
+
 // The 8 6-bit scales of an IQ4_XS block minus their bias 32, as int16.
 inline __m128i unpack_iq4_xs_scales(uint16_t scales_h, const uint8_t* scales_l) {
   return _mm_sub_epi16(_mm_cvtepu8_epi16(iq4_xs_scale_bytes(scales_h, scales_l)),

@@ -122,9 +122,15 @@ void unarrange_iq4_xs_x16(const BlockIQ4_XSx16& src, BlockIQ4_XS* dst) {
   dst->scales_h = src.scales_h;
 }
 
+int ref::q3_k_x16_scale(const uint8_t* scales, int j) {
+  const int byte = 6 * j / 8, shift = 6 * j % 8;
+  const int two = scales[byte] | (byte + 1 < 12 ? scales[byte + 1] << 8 : 0);
+  return (two >> shift) & 63;
+}
+
 // Q3_K: the low 2 bits of element e = 128h + 32c + l are bits 2c, 2c + 1 of qs[32h + l],
 // its bit 2 is bit e / 32 of hmask[e % 32]. Q3_K_X16 (e = 16j + 4k + i, n = 4j + i): bits
-// 2k, 2k + 1 of qs[n] and bit n % 8 of hmask[8k + n / 8].
+// 2k, 2k + 1 of qs[n] and bit n % 8 of hmask[8k + n / 8]; scale j at bits 6j .. 6j + 5.
 void arrange_q3_k_x16(const BlockQ3_K* src, BlockQ3_Kx16* dst) {
   std::memset(dst->qs, 0, sizeof(dst->qs));
   std::memset(dst->hmask, 0, sizeof(dst->hmask));
@@ -135,7 +141,13 @@ void arrange_q3_k_x16(const BlockQ3_K* src, BlockQ3_Kx16* dst) {
     dst->qs[n] = static_cast<uint8_t>(dst->qs[n] | low << (2 * k));
     dst->hmask[8 * k + n / 8] = static_cast<uint8_t>(dst->hmask[8 * k + n / 8] | high << (n % 8));
   }
-  std::memcpy(dst->scales, src->scales, sizeof(dst->scales));
+  std::memset(dst->scales, 0, sizeof(dst->scales));
+  for (int j = 0; j < kQK_K / 16; ++j) {
+    const int sc = ref::q3_k_scale(src->scales, j), byte = 6 * j / 8, shift = 6 * j % 8;
+    dst->scales[byte] = static_cast<uint8_t>(dst->scales[byte] | sc << shift);
+    if (shift > 2)
+      dst->scales[byte + 1] = static_cast<uint8_t>(dst->scales[byte + 1] | sc >> (8 - shift));
+  }
   dst->d = src->d;
 }
 
@@ -150,7 +162,16 @@ void unarrange_q3_k_x16(const BlockQ3_Kx16& src, BlockQ3_K* dst) {
     q = static_cast<uint8_t>(q | low << (2 * ((e % 128) / 32)));
     dst->hmask[e % 32] = static_cast<uint8_t>(dst->hmask[e % 32] | high << (e / 32));
   }
-  std::memcpy(dst->scales, src.scales, sizeof(dst->scales));
+  // Q3_K: low nibbles of sub-blocks 0-7 in bytes 0-7, of 8-15 in their high halves; the
+  // 2-bit highs of s in bits 2(s / 4) of byte 8 + s % 4 (q3_k_scale's inverse).
+  std::memset(dst->scales, 0, sizeof(dst->scales));
+  for (int s = 0; s < kQK_K / 16; ++s) {
+    const int sc = ref::q3_k_x16_scale(src.scales, s);
+    uint8_t& low = dst->scales[s % 8];
+    low = static_cast<uint8_t>(low | (sc & 15) << (4 * (s / 8)));
+    uint8_t& high = dst->scales[8 + s % 4];
+    high = static_cast<uint8_t>(high | (sc >> 4) << (2 * (s / 4)));
+  }
   dst->d = src.d;
 }
 
@@ -333,7 +354,7 @@ float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     const float scale = fp16_to_fp32(wb[b].d) * ab[b].d;
     for (int j = 0; j < kQK_K / 16; ++j) {
-      const int sc = q3_k_scale(wb[b].scales, j) - 32;
+      const int sc = q3_k_x16_scale(wb[b].scales, j) - 32;
       int32_t lane = 0;
       for (int k = 0; k < 4; ++k) {
         for (int i = 0; i < 4; ++i) {
