@@ -30,6 +30,25 @@ double yarn_frequency_factor(const ModelConfig& c, int64_t pair) {
   return (1.0 - ramp) / static_cast<double>(c.yarn.factor) + ramp;
 }
 
+// fn(t0, t1) over the tokens [0, T) of a step: split across the pool for a batch (every
+// token's result is computed alone, so the split cannot change it), on the calling thread
+// for one token (which may be inside a pool job already).
+template <class Fn>
+void for_token_ranges(ThreadPool& pool, int64_t T, Fn&& fn) {
+  if (T > 1 && pool.size() > 1) {
+    pool.parallel_for(T, fn);
+  } else {
+    fn(int64_t{0}, T);
+  }
+}
+
+// x += y, row by row, for T rows of n.
+void add_rows(ThreadPool& pool, int64_t T, int64_t n, float* x, const float* y) {
+  for_token_ranges(pool, T, [&](int64_t t0, int64_t t1) {
+    for (int64_t i = t0 * n; i < t1 * n; ++i) x[i] += y[i];
+  });
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& options) {
@@ -339,8 +358,7 @@ void Model::mla_block(int64_t layer, const ForwardBatch& b, KvCache& cache, Thre
   mla_.forward(c, L, layer, b, xb_.data(), rope_cos_.data(), rope_sin_.data(), cache, pool,
                matmul_scratch_, att_.data());
   span.end();
-  for (int64_t i = 0; i < T * c.dim; ++i)
-    x_[static_cast<size_t>(i)] += att_[static_cast<size_t>(i)];
+  add_rows(pool, T, c.dim, x_.data(), att_.data());
 }
 
 void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache,
@@ -364,7 +382,7 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
   span.next("out_matmul");
   matmul(L.wo, att_.data(), T, xb_.data(), pool);
   span.end();
-  for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
+  add_rows(pool, T, c.dim, x_.data(), xb_.data());
 }
 
 // RMSNorm of the residual stream x_ (weights `norm`) into xb_, then the matmuls of xb_.
@@ -374,8 +392,10 @@ void Model::norm_then_matmul(const float* norm, std::span<const kernels::MatmulJ
                              ThreadPool& pool) {
   const auto& c = config_;
   auto rmsnorm = [&] {
-    for (int64_t t = 0; t < T; ++t)
-      kernels::rmsnorm(x_.data() + t * c.dim, norm, xb_.data() + t * c.dim, c.dim, c.rms_eps);
+    for_token_ranges(pool, T, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        kernels::rmsnorm(x_.data() + t * c.dim, norm, xb_.data() + t * c.dim, c.dim, c.rms_eps);
+    });
   };
   kernels::MatmulHooks hooks;
   kernels::set_prepare(hooks, rmsnorm);
@@ -400,8 +420,7 @@ void Model::moe_block(int64_t layer, int64_t T, ThreadPool& pool) {
     span.arg("experts_used", load.experts_used).arg("max_expert_tokens", load.max_tokens);
   }
   span.end();
-  for (int64_t i = 0; i < T * c.dim; ++i)
-    x_[static_cast<size_t>(i)] += moe_out_[static_cast<size_t>(i)];
+  add_rows(pool, T, c.dim, x_.data(), moe_out_.data());
 }
 
 void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
@@ -416,14 +435,10 @@ void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
   // seconds here for long prompts (512 x 5632 expf per layer at llama-1b). Decode runs it
   // as the down projection's prepare step.
   auto swiglu = [&] {
-    if (T > 1) {
-      pool.parallel_for(T, [&](int64_t t0, int64_t t1) {
-        kernels::swiglu(gate_.data() + t0 * c.ffn_dim, up_.data() + t0 * c.ffn_dim,
-                        (t1 - t0) * c.ffn_dim);
-      });
-    } else {
-      kernels::swiglu(gate_.data(), up_.data(), c.ffn_dim);
-    }
+    for_token_ranges(pool, T, [&](int64_t t0, int64_t t1) {
+      kernels::swiglu(gate_.data() + t0 * c.ffn_dim, up_.data() + t0 * c.ffn_dim,
+                      (t1 - t0) * c.ffn_dim);
+    });
   };
   kernels::MatmulHooks down_hooks;
   if (T == 1) {
@@ -435,7 +450,7 @@ void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
   span.next("down_matmul");
   matmul(L.w_down, gate_.data(), T, xb_.data(), pool, down_hooks);
   span.end();
-  for (int64_t i = 0; i < T * c.dim; ++i) x_[static_cast<size_t>(i)] += xb_[static_cast<size_t>(i)];
+  add_rows(pool, T, c.dim, x_.data(), xb_.data());
 }
 
 }  // namespace strata

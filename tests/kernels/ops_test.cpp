@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <utility>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -89,6 +90,27 @@ TEST(Ops, Avx2RmsnormMatchesReferenceAndMayAlias) {
     std::vector<float> in_place = x;
     avx2::rmsnorm(in_place.data(), w.data(), in_place.data(), n, 1e-5f);
     EXPECT_EQ(in_place, got);
+  }
+}
+
+// Both layouts, whole and partial rotations, with and without a SIMD tail: the same bits.
+TEST(Ops, Avx2RopeMatchesReferenceBitForBit) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
+  Rng rng(7);
+  for (const bool neox : {false, true}) {
+    for (const auto& [head_dim, rot_dim] :
+         {std::pair<int64_t, int64_t>{64, 64}, {128, 128}, {64, 32}, {80, 80}, {10, 6}, {2, 2}}) {
+      const int64_t n_heads = 3;
+      const auto x = test::normal_floats(rng, n_heads * head_dim, 4.0f);
+      const auto cos = test::normal_floats(rng, rot_dim / 2),
+                 sin = test::normal_floats(rng, rot_dim / 2);
+      std::vector<float> want = x, got = x;
+      ref::rope(want.data(), n_heads, head_dim, rot_dim, cos.data(), sin.data(), neox);
+      avx2::rope(got.data(), n_heads, head_dim, rot_dim, cos.data(), sin.data(), neox);
+      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+          << "neox " << neox << " head_dim " << head_dim << " rot_dim " << rot_dim;
+      EXPECT_NE(want, x);
+    }
   }
 }
 

@@ -23,6 +23,12 @@ void swiglu(float* gate, const float* up, int64_t n) {
   }
 }
 
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const float* cos,
+          const float* sin, bool neox) {
+  cpu_has_avx2_fma() ? avx2::rope(x, n_heads, head_dim, rot_dim, cos, sin, neox)
+                     : ref::rope(x, n_heads, head_dim, rot_dim, cos, sin, neox);
+}
+
 namespace ref {
 
 void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float eps) {
@@ -40,8 +46,6 @@ void swiglu(float* gate, const float* up, int64_t n) {
   }
 }
 
-}  // namespace ref
-
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const float* cos,
           const float* sin, bool neox) {
   const int64_t half = rot_dim / 2;
@@ -57,4 +61,5 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const fl
   }
 }
 
+}  // namespace ref
 }  // namespace strata::kernels

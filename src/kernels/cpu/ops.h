@@ -1,6 +1,6 @@
-// Element-wise and row-wise CPU ops of the transformer block. rmsnorm and swiglu run
-// AVX2 versions where the CPU has them (ops_avx2.cpp), ref:: below otherwise; rope is
-// scalar (the compiler vectorises it). Matmuls live in matmul.h. All are per-row
+// Element-wise and row-wise CPU ops of the transformer block. rmsnorm, swiglu and rope run
+// AVX2 versions where the CPU has them (ops_avx2.cpp), ref:: below otherwise (the scalar
+// rope was 1% of a 512-token prefill). Matmuls live in matmul.h. All are per-row
 // functions with a fixed order, so results do not depend on the batch.
 #pragma once
 
@@ -23,6 +23,8 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const fl
 namespace ref {  // the scalar definitions, also what the AVX2 versions are tested against
 void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float eps);
 void swiglu(float* gate, const float* up, int64_t n);
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const float* cos,
+          const float* sin, bool neox);
 }  // namespace ref
 
 }  // namespace strata::kernels

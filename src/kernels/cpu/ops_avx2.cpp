@@ -65,4 +65,61 @@ void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float e
   for (; j < n; ++j) out[j] = x[j] * scale * weight[j];
 }
 
+namespace {
+
+// a, materialised: keeps GCC from contracting a product into the next add or subtract
+// (an fma rounds once, the scalar reference twice).
+template <class T>
+inline T rounded(T a) {
+  __asm__("" : "+x"(a));
+  return a;
+}
+
+// x0 cos - x1 sin and x0 sin + x1 cos, each product rounded, as ref::rope.
+inline void rotate8(float* p0, float* p1, const float* cos, const float* sin) {
+  const __m256 x0 = _mm256_loadu_ps(p0), x1 = _mm256_loadu_ps(p1);
+  const __m256 c = _mm256_loadu_ps(cos), s = _mm256_loadu_ps(sin);
+  _mm256_storeu_ps(p0, _mm256_sub_ps(rounded(_mm256_mul_ps(x0, c)), rounded(_mm256_mul_ps(x1, s))));
+  _mm256_storeu_ps(p1, _mm256_add_ps(rounded(_mm256_mul_ps(x0, s)), rounded(_mm256_mul_ps(x1, c))));
+}
+
+}  // namespace
+
+// NeoX pairs (i, i + half) are 8 lanes apart in two loads; interleaved pairs (2i, 2i + 1)
+// are 4 per vector: x cos + swap(x) (-sin, sin), with cos and sin spread to both lanes of
+// their pair (x1 (-sin) + ... is -(x1 sin) exactly, and the adds are the reference's up to
+// order of two terms).
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const float* cos,
+          const float* sin, bool neox) {
+  const int64_t half = rot_dim / 2;
+  const __m256i spread = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+  const __m256 negate_even = _mm256_setr_ps(-0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f);
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    int64_t i = 0;
+    if (neox) {
+      for (; i + 8 <= half; i += 8) rotate8(v + i, v + half + i, cos + i, sin + i);
+    } else {
+      for (; i + 4 <= half; i += 4) {
+        const __m256 xv = _mm256_loadu_ps(v + 2 * i);
+        const __m256 c =
+            _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(cos + i)), spread);
+        const __m256 s = _mm256_xor_ps(
+            _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(sin + i)), spread),
+            negate_even);
+        const __m256 swapped = _mm256_permute_ps(xv, _MM_SHUFFLE(2, 3, 0, 1));
+        _mm256_storeu_ps(v + 2 * i, _mm256_add_ps(rounded(_mm256_mul_ps(xv, c)),
+                                                  rounded(_mm256_mul_ps(swapped, s))));
+      }
+    }
+    for (; i < half; ++i) {
+      const int64_t a = neox ? i : 2 * i;
+      const int64_t b = neox ? i + half : 2 * i + 1;
+      const float x0 = v[a], x1 = v[b];
+      v[a] = rounded(x0 * cos[i]) - rounded(x1 * sin[i]);
+      v[b] = rounded(x0 * sin[i]) + rounded(x1 * cos[i]);
+    }
+  }
+}
+
 }  // namespace strata::kernels::avx2
