@@ -39,7 +39,10 @@ struct MatmulPlan {
 // time. The gemm kernel tiles rows x tokens, and every output it writes is bit-identical
 // to vec_dot's, so neither the panel nor the thread split changes results.
 void compute_rows(const MatmulPlan& p, int64_t r0, int64_t r1) {
-  const int64_t panel = std::max<int64_t>(kRowGrain, kRowBlockBytes / p.w_row_bytes);
+  // Whole groups of kRowGrain rows: an odd panel (227 rows of Q4_0 at 2048 columns) left
+  // one row per panel to the kernels' slower single-row tile.
+  const int64_t panel =
+      std::max<int64_t>(kRowGrain, kRowBlockBytes / p.w_row_bytes / kRowGrain * kRowGrain);
   for (int64_t rb = r0; rb < r1; rb += panel) {
     const int64_t re = std::min(r1, rb + panel);
     p.gemm(p.cols, p.w + rb * p.w_row_bytes, p.w_row_bytes, re - rb, p.act, p.act_row_bytes,
