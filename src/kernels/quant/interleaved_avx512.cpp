@@ -50,6 +50,9 @@ struct Q4x16 {
     const __m512i v = _mm512_loadu_si512(g.qs + 64 * (k % 4));
     return _mm512_and_si512(k < 4 ? v : _mm512_srli_epi16(v, 4), mask);
   }
+  static void vec_pair(const Group& g, int c, __m512i mask, __m512i& lo, __m512i& hi) {
+    nibble_pair(g.qs, c, mask, lo, hi);
+  }
 };
 
 struct Q8x16 {

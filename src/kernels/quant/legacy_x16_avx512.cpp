@@ -65,6 +65,9 @@ template <class G>
 struct NibbleQuants {
   static void quants(const G& g, __m512i (&q)[8]) { load_nibbles(g.qs, q); }
   static __m512i vec(const G& g, int k, __m512i low4) { return nibbles(g.qs, k, low4); }
+  static void vec_pair(const G& g, int c, __m512i low4, __m512i& lo, __m512i& hi) {
+    nibble_pair(g.qs, c, low4, lo, hi);
+  }
 };
 template <class G>
 struct FifthBitQuants {
@@ -75,6 +78,11 @@ struct FifthBitQuants {
   }
   static __m512i vec(const G& g, int k, __m512i low4) {
     return add_fifth_bits(nibbles(g.qs, k, low4), g.qh, k);
+  }
+  static void vec_pair(const G& g, int c, __m512i low4, __m512i& lo, __m512i& hi) {
+    nibble_pair(g.qs, c, low4, lo, hi);
+    lo = add_fifth_bits(lo, g.qh, c);
+    hi = add_fifth_bits(hi, g.qh, c + 4);
   }
 };
 template <class G>
@@ -87,6 +95,11 @@ struct GridQuants {
   }
   static __m512i vec(const G& g, int k, __m512i low4) {
     return _mm512_shuffle_epi8(iq4_nl_grid(), nibbles(g.qs, k, low4));
+  }
+  static void vec_pair(const G& g, int c, __m512i low4, __m512i& lo, __m512i& hi) {
+    nibble_pair(g.qs, c, low4, lo, hi);
+    lo = _mm512_shuffle_epi8(iq4_nl_grid(), lo);
+    hi = _mm512_shuffle_epi8(iq4_nl_grid(), hi);
   }
 };
 

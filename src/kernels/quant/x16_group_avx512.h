@@ -8,6 +8,9 @@
 //   static constexpr bool kSplitChains;       // gemm_block: two vpdpbusd chains per output
 //   static void quants(const Group&, __m512i (&q)[8]);   // the 8 quant vectors
 //   static __m512i vec(const Group&, int k, __m512i low4);  // quant vector k alone
+//   static void vec_pair(const Group&, int c, __m512i low4, __m512i& lo, __m512i& hi);
+//                                             // optional: vectors c and c + 4 (c < 4), the
+//                                             // low and high nibbles of one load
 //   static void factors(const Group&, __m512& d, __m512& m);  // optional: the lanes' scales
 //                                             // (and offsets); default: fp16 d[16] (and m[16])
 // Per group and (row, token): 8 vpdpbusd accumulate all 16 blocks at once into one int32
@@ -47,6 +50,14 @@ inline __m512i load64(const uint8_t* p) {
   const auto* h = reinterpret_cast<const __m256i*>(p);
   return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(h)),
                             _mm256_loadu_si256(h + 1), 1);
+}
+
+// The low and high nibbles of the 64 bytes at qs + 64c: quant vectors c and c + 4 of the
+// nibble layouts, from one load (vec loads them once for each).
+inline void nibble_pair(const uint8_t* qs, int c, __m512i low4, __m512i& lo, __m512i& hi) {
+  const __m512i v = load_in_register(qs + 64 * c);
+  lo = _mm512_and_si512(v, low4);
+  hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
 }
 
 // A group's 16 lane scales d (and offsets m): W::factors, or the group's fp16 d and m.
@@ -153,25 +164,57 @@ void gemm_block(int64_t ng, const uint8_t* w, int64_t w_stride, const uint8_t* a
 #pragma GCC unroll 4
       for (int r = 0; r < kRows; ++r) lanes[r][t] = start, odd[r][t] = _mm512_setzero_si512();
     }
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {
-      __m512i av[T];
+    if constexpr (requires(__m512i v) { W::vec_pair(*wg[0], 0, mask, v, v); }) {
+      // Vectors c and c + 4 together, so each row's weight bytes are loaded once (two
+      // loads per pair through vec).
 #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        av[t] = _mm512_loadu_si512(ag[t]->qs + 64 * k);
-        // In a register: folded into each vpdpbusd as a memory operand (GCC's choice),
-        // the vector is loaded once per row, and the loads, not the vpdpbusd, set the pace.
-        __asm__("" : "+v"(av[t]));
+      for (int c = 0; c < 4; ++c) {
+        __m512i av[2][T];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+          for (int t = 0; t < T; ++t) {
+            av[h][t] = _mm512_loadu_si512(ag[t]->qs + 64 * (c + 4 * h));
+            __asm__("" : "+v"(av[h][t]));  // see below
+          }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) {
+          __m512i wv[2];
+          W::vec_pair(*wg[r], c, mask, wv[0], wv[1]);
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t) {
+              if (kSplit && h == 1)
+                odd[r][t] = _mm512_dpbusd_epi32(odd[r][t], wv[h], av[h][t]);
+              else
+                lanes[r][t] = _mm512_dpbusd_epi32(lanes[r][t], wv[h], av[h][t]);
+            }
+          }
+        }
       }
-#pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) {
-        const __m512i wv = W::vec(*wg[r], k, mask);
+    } else {
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        __m512i av[T];
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
-          if (kSplit && k % 2 == 1)
-            odd[r][t] = _mm512_dpbusd_epi32(odd[r][t], wv, av[t]);
-          else
-            lanes[r][t] = _mm512_dpbusd_epi32(lanes[r][t], wv, av[t]);
+          av[t] = _mm512_loadu_si512(ag[t]->qs + 64 * k);
+          // In a register: folded into each vpdpbusd as a memory operand (GCC's choice),
+          // the vector is loaded once per row, and the loads, not the vpdpbusd, set the pace.
+          __asm__("" : "+v"(av[t]));
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) {
+          const __m512i wv = W::vec(*wg[r], k, mask);
+#pragma GCC unroll 4
+          for (int t = 0; t < T; ++t) {
+            if (kSplit && k % 2 == 1)
+              odd[r][t] = _mm512_dpbusd_epi32(odd[r][t], wv, av[t]);
+            else
+              lanes[r][t] = _mm512_dpbusd_epi32(lanes[r][t], wv, av[t]);
+          }
         }
       }
     }
