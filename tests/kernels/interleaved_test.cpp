@@ -315,7 +315,8 @@ TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {
   const int64_t cols = 1024;
   auto x = test::normal_floats(rng, cols, 2.0f);
   // Blocks with special scales: all zeros, tiny (subnormal halves), values whose scale
-  // rounds up to the next half, exact .5 multiples of the step, half overflow, infinity.
+  // rounds up to the next half, exact .5 multiples of the step, half overflow, infinity,
+  // NaN (skipped by the scale, quantized as +127 (Q8_0) or 0 (Q8_K) as the scalar code does).
   for (int i = 0; i < 32; ++i) {
     x[static_cast<size_t>(i)] = 0.0f;
     x[static_cast<size_t>(32 + i)] = 1e-7f * static_cast<float>(i - 16);
@@ -324,6 +325,10 @@ TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {
     x[static_cast<size_t>(128 + i)] = 1e7f * static_cast<float>(i - 16);
   }
   x[160] = INFINITY;
+  // A NaN in each half of a Q8_0 block, and one in a Q8_K super-block of normal values.
+  x[600] = NAN;
+  x[633] = NAN;
+  x[900] = NAN;
   const auto ref =
       activations(DType::Q8_0_X16A, x, 1, cols, reference_type_traits(DType::Q8_0_X16A));
   const auto fast = activations(DType::Q8_0_X16A, x, 1, cols, type_traits(DType::Q8_0_X16A));

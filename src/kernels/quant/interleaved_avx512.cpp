@@ -21,6 +21,9 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <cstddef>
+#include <cstring>
+
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
 #include "kernels/quant/token_tiles.h"
@@ -195,8 +198,11 @@ void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
     __m512 amax[kX16Blocks];
 #pragma GCC unroll 16
     for (int b = 0; b < kX16Blocks; ++b) {
-      amax[b] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + kQK8_0 * b)),
-                              _mm512_abs_ps(_mm512_loadu_ps(x + kQK8_0 * b + 16)));
+      // NaN skipped as in the scalar max: max_ps returns its second operand when either is
+      // NaN, and every second operand here is a number.
+      const __m512 hi =
+          _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + kQK8_0 * b + 16)), _mm512_setzero_ps());
+      amax[b] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + kQK8_0 * b)), hi);
     }
     const __m512 m = reduce16_max(amax);
     __m256i dh = _mm512_cvtps_ph(_mm512_div_ps(m, _mm512_set1_ps(127.0f)),
@@ -237,6 +243,91 @@ void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
       sums = _mm512_dpbusd_epi32(sums, _mm512_set1_epi8(1), vecs[k]);  // + the 4 signed quants
     }
     _mm512_storeu_si512(out.sum, sums);
+  }
+}
+
+namespace {
+
+// vpermt2d controls for transpose_x16k: pairs[m] lane 4s + k is dword k of sub-block
+// 4m + s; level 1, half h: pairs[2p], pairs[2p + 1] -> lane 8i + s = sub-block 8p + s,
+// k = 2h + i (i < 2, s < 8); level 2, i: the two of one h -> lane j = sub-block j, k = 2h + i.
+struct X16kTranspose {
+  alignas(64) int32_t level1[2][16];
+  alignas(64) int32_t level2[2][16];
+};
+inline constexpr X16kTranspose kX16kTranspose = [] {
+  X16kTranspose t{};
+  for (int v = 0; v < 2; ++v) {
+    for (int i = 0; i < 2; ++i) {
+      for (int s = 0; s < 8; ++s) t.level1[v][8 * i + s] = 16 * (s / 4) + 4 * (s % 4) + 2 * v + i;
+    }
+    for (int j = 0; j < 16; ++j) t.level2[v][j] = 16 * (j / 8) + 8 * v + j % 8;
+  }
+  return t;
+}();
+
+}  // namespace
+
+void q8_k_x16a_from_float(const float* src, void* dst, int64_t n) {
+  auto* blocks = static_cast<BlockQ8_Kx16A*>(dst);
+  const __m512i level1[2] = {_mm512_load_si512(kX16kTranspose.level1[0]),
+                             _mm512_load_si512(kX16kTranspose.level1[1])};
+  const __m512i level2[2] = {_mm512_load_si512(kX16kTranspose.level2[0]),
+                             _mm512_load_si512(kX16kTranspose.level2[1])};
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float* x = src + b * kQK_K;
+    BlockQ8_Kx16A& out = blocks[b];
+    // ref::q8_k_from_float's steps: amax over the super-block (NaN skipped: max returns its
+    // second operand when either is NaN), iscale = 127 / amax, quants nearest (ties to
+    // even; NaN 0) clamped to 127.
+    __m512 v[16];
+    __m512 amax = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) {
+      v[j] = _mm512_loadu_ps(x + 16 * j);
+      amax = _mm512_max_ps(_mm512_abs_ps(v[j]), amax);
+    }
+    const float m = _mm512_reduce_max_ps(amax);
+    if (!(m >= 1e-30f)) {
+      std::memset(&out, 0, sizeof out);
+      continue;
+    }
+    const float iscale = 127.0f / m;
+    const __m512 s = _mm512_set1_ps(iscale);
+    // Sub-block j's 16 quants are dwords 0-3 of lane j in the output; 4 per register first.
+    __m512i pairs[4];
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      __m128i sub[4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const __m512 q = _mm512_mul_ps(v[4 * p + i], s);
+        __m512i qi = _mm512_maskz_cvtps_epi32(_mm512_cmp_ps_mask(q, q, _CMP_ORD_Q), q);
+        qi =
+            _mm512_max_epi32(_mm512_min_epi32(qi, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+        sub[i] = _mm512_cvtepi32_epi8(qi);
+      }
+      pairs[p] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_setr_m128i(sub[0], sub[1])),
+                                    _mm256_setr_m128i(sub[2], sub[3]), 1);
+    }
+    __m512i sums = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m512i l1[2] = {_mm512_permutex2var_epi32(pairs[0], level1[h], pairs[1]),
+                             _mm512_permutex2var_epi32(pairs[2], level1[h], pairs[3])};
+#pragma GCC unroll 2
+      for (int i = 0; i < 2; ++i) {
+        const __m512i vec = _mm512_permutex2var_epi32(l1[0], level2[i], l1[1]);
+        _mm512_storeu_si512(out.qs + 64 * (2 * h + i), vec);
+        sums = _mm512_dpbusd_epi32(sums, _mm512_set1_epi8(1), vec);  // + the 4 signed quants
+      }
+    }
+    _mm512_storeu_si512(out.bias,
+                        _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 5)));
+    // d, then the pad's zeros: the block's last 64 bytes.
+    static_assert(offsetof(BlockQ8_Kx16A, pad) == offsetof(BlockQ8_Kx16A, d) + 4 &&
+                  sizeof(BlockQ8_Kx16A) == offsetof(BlockQ8_Kx16A, d) + 64);
+    _mm512_storeu_ps(&out.d, _mm512_zextps128_ps512(_mm_set_ss(1.0f / iscale)));
   }
 }
 

@@ -209,6 +209,7 @@ Table build_fast(KernelIsa isa) {
   set_kernels(DType::Q3_K_X16, avx2::q3_k_x16_vec_dot, avx2::q3_k_x16_gemm);
   if (isa < KernelIsa::avx512_vnni) return t;
   t[index_of(DType::Q8_0_X16A)].from_float = avx512::q8_0_x16a_from_float;
+  t[index_of(DType::Q8_K_X16A)].from_float = avx512::q8_k_x16a_from_float;
   t[index_of(DType::F32)].vec_dot = avx512::f32_vec_dot;
   t[index_of(DType::F32)].gemm = avx512::f32_gemm;
   t[index_of(DType::F16)].vec_dot = avx512::f16_vec_dot;
