@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "kernel_test_util.h"
 #include "kernels/quant/blocks.h"
+#include "kernels/quant/kernels_ref.h"
 #include "kernels/quant/traits.h"
 
 namespace strata::kernels {
@@ -77,8 +78,8 @@ uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
   }
   // Q4_K_X16P, Q5_K_X16P: super-block 0's d and super-block 1's dmin.
   if (p.x16 == DType::Q4_K_X16P || p.x16 == DType::Q5_K_X16P) {
-    auto* head = reinterpret_cast<KQuantHead*>(row);
-    return i == 0 ? &head[0].d : &head[1].dmin;
+    auto* head = reinterpret_cast<KPairHead*>(row);
+    return i == 0 ? &head->d[0] : &head->dmin[1];
   }
   // IQ4_XS_X16P: the scales of super-blocks 0 and 1.
   if (p.x16 == DType::IQ4_XS_X16P) return &reinterpret_cast<IQ4XSHead*>(row)[i].d;
@@ -256,7 +257,15 @@ void expect_k_pair_round_trip_and_lanes(DType type, void (*arrange)(const Block*
       }
     }
   }
-  EXPECT_EQ(0, std::memcmp(g.head[1].scales, blocks[1].scales, sizeof g.head[1].scales));
+  // Lane b's scale and min: sub-block b % 8's of super-block b / 8, as six-bit values.
+  for (int b = 0; b < kX16Blocks; ++b) {
+    int sc = 0, mn = 0;
+    ref::q4_k_scale_min(blocks[b / 8].scales, b % 8, &sc, &mn);
+    EXPECT_EQ(sc, ref::six_bit_value(g.head.scales, b)) << "lane " << b;
+    EXPECT_EQ(mn, ref::six_bit_value(g.head.mins, b)) << "lane " << b;
+  }
+  EXPECT_EQ(blocks[1].d, g.head.d[1]);
+  EXPECT_EQ(blocks[0].dmin, g.head.dmin[0]);
 }
 
 TEST(Interleaved, Iq4XsPairsRoundTripAndPlaceLanes) {

@@ -202,7 +202,10 @@ struct BlockIQ4_NLx16 {
 // Q4_K_X16P (AVX-512 VNNI only): two consecutive Q4_K super-blocks as one 512-element
 // group in Q4_0_X16's lane order, int32 lane b working on the 32 elements of sub-block
 // b % 8 of super-block b / 8 (quant vector k holds elements 4k..4k+3 of each):
-//   head[s]           super-block s's d, dmin and 12 packed 6-bit scales and mins, as in Q4_K
+//   head              both super-blocks' d and dmin, then the 16 lanes' 6-bit scales and
+//                     their 6-bit mins as two six-bit strings (ref::six_bit_value: one
+//                     vpshufb and a shift give 16 lanes, where Q4_K's packing took ~8
+//                     instructions and a permute for the two)
 //   qs                the nibbles as in Q4_0_X16, lane b = sub-block b
 // value = d[b / 8] * sc[b] * q - dmin[b / 8] * m[b]. Against Q8_0_X16A activations (a scale
 // and a quant sum per 32 elements) the kernels are Q4_1_X16's, with d x sc and -(dmin x m)
@@ -210,17 +213,18 @@ struct BlockIQ4_NLx16 {
 // convert and two fmas where Q4_K_X16's 16-element lanes need them per 256.
 // Q5_K_X16P: the same for Q5_K, with Q5_1_X16's fifth bits:
 //   qh                64-bit word k is the byte mask of vector k's fifth bits (as Q5_1_X16)
-struct KQuantHead {  // the first 16 bytes of a Q4_K or Q5_K block
-  uint16_t d;
-  uint16_t dmin;
-  uint8_t scales[12];
+struct KPairHead {  // the two super-blocks' scales
+  uint16_t d[2];
+  uint16_t dmin[2];
+  uint8_t scales[12];  // six-bit string: lane b's scale sc (sub-block b % 8 of super-block b / 8)
+  uint8_t mins[12];    // six-bit string: lane b's min m
 };
 struct BlockQ4_Kx16P {
-  KQuantHead head[2];
+  KPairHead head;
   uint8_t qs[kQKX16 / 2];
 };
 struct BlockQ5_Kx16P {
-  KQuantHead head[2];
+  KPairHead head;
   uint8_t qh[kQKX16 / 8];
   uint8_t qs[kQKX16 / 2];
 };

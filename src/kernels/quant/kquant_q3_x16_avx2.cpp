@@ -51,18 +51,18 @@ void gemm_tile(int64_t nb, const BlockQ3_Kx16* w, const uint8_t* a, int64_t a_st
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ3_Kx16& wb = w[b];
     if constexpr (kPageKick) prefetch_page_ahead(&wb, sizeof(BlockQ3_Kx16));
-    // The 16 bytes ending with the scales in both 128-bit lanes (kQ3X16Scales).
+    // The 16 bytes ending with the scales in both 128-bit lanes (kSixBitLanes).
     const __m256i sc_window = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales - 4)));
     const float dw = half_to_float(wb.d);
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const __m256i two = _mm256_shuffle_epi8(
-          sc_window, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ3X16Scales.bytes) + h));
+          sc_window, _mm256_load_si256(reinterpret_cast<const __m256i*>(kSixBitLanes.bytes) + h));
       const __m256i scales = _mm256_sub_epi32(
           _mm256_and_si256(_mm256_srlv_epi32(
                                two, _mm256_load_si256(
-                                        reinterpret_cast<const __m256i*>(kQ3X16Scales.shifts) + h)),
+                                        reinterpret_cast<const __m256i*>(kSixBitLanes.shifts) + h)),
                            _mm256_set1_epi32(63)),
           _mm256_set1_epi32(32));
       const __m256i l = load32(wb.qs + 32 * h);

@@ -26,16 +26,10 @@ namespace {
 struct Q3x16 {
   using Block = BlockQ3_Kx16;
   static constexpr bool kHasMin = false;
-  // Lane j's scale sc[j] - 32, as int32: the two bytes that hold it gathered into dword j by
-  // one vpshufb of the 16 bytes ending with the scales (in every 128-bit lane; the quants
-  // precede them, so the load stays in the block), then a shift, an and and the bias.
+  // Lane j's scale sc[j] - 32, as int32, from the six-bit string (the 16 bytes that end with
+  // it start in the quants, so the load stays in the block).
   static __m512i lane_scales(const Block& wb) {
-    const __m512i v =
-        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales - 4)));
-    const __m512i two = _mm512_shuffle_epi8(v, _mm512_load_si512(kQ3X16Scales.bytes));
-    const __m512i sc = _mm512_and_si512(
-        _mm512_srlv_epi32(two, _mm512_load_si512(kQ3X16Scales.shifts)), _mm512_set1_epi32(63));
-    return _mm512_sub_epi32(sc, _mm512_set1_epi32(32));
+    return _mm512_sub_epi32(six_bit_lanes(wb.scales - 4), _mm512_set1_epi32(32));
   }
   // -4 x lane j's activation sum (bias[j] is -32 x it, so the shift is exact).
   static __m512i lane_starts(const BlockQ8_Kx16A& ab) {

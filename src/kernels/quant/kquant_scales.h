@@ -45,21 +45,6 @@ inline __m128i unpack_q4_k_block_scales_mins(__m128i head) {
   const __m128i hi = _mm_and_si128(_mm_srli_epi32(b, 2), _mm_set1_epi8(0x30));
   return _mm_or_si128(lo, hi);
 }
-
-// The same for two blocks' heads at once, one in each 128-bit half (Q4_K_X16P's group head).
-inline __m256i unpack_q4_k_block_scales_mins_x2(__m256i heads) {
-  const __m256i a =
-      _mm256_shuffle_epi8(heads, _mm256_broadcastsi128_si256(_mm_setr_epi8(
-                                     4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)));
-  const __m256i b =
-      _mm256_shuffle_epi8(heads, _mm256_broadcastsi128_si256(_mm_setr_epi8(
-                                     -1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11)));
-  const __m256i lo = _mm256_and_si256(
-      _mm256_srlv_epi32(a, _mm256_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4)),
-      _mm256_broadcastsi128_si256(_mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f)));
-  const __m256i hi = _mm256_and_si256(_mm256_srli_epi32(b, 2), _mm256_set1_epi8(0x30));
-  return _mm256_or_si256(lo, hi);
-}
 #endif
 
 #ifdef __AVX2__
@@ -100,15 +85,16 @@ inline __m128i iq4_xs_scale_bytes(uint16_t scales_h, const uint8_t* scales_l) {
   return _mm_cvtsi64_si128(static_cast<long long>(lo | (hi << 4)));
 }
 
-// Q3_K_X16's scales (blocks.h: scale j at bits 6j .. 6j + 5 of 12 bytes): for lane j, the
-// offsets of the two bytes that hold it in the 16 bytes ending with the scale bytes (-128:
-// none; scale 15 lies in byte 11 alone) as a vpshufb control for dword j, and its shift.
-struct Q3X16ScaleTables {
+// Six-bit strings (ref::six_bit_value: value j at bits 6j .. 6j + 5 of 12 bytes; Q3_K_X16's
+// scales, the K pairs' scales and mins): for lane j, the offsets of the two bytes that hold
+// value j in the 16 bytes ending with the string (-128: none; value 15 lies in byte 11
+// alone) as a vpshufb control for dword j, and its shift.
+struct SixBitTables {
   alignas(64) int8_t bytes[64];
   alignas(64) int32_t shifts[16];
 };
-inline constexpr Q3X16ScaleTables kQ3X16Scales = [] {
-  Q3X16ScaleTables t{};
+inline constexpr SixBitTables kSixBitLanes = [] {
+  SixBitTables t{};
   for (int j = 0; j < 16; ++j) {
     const int byte = 6 * j / 8;
     t.bytes[4 * j] = static_cast<int8_t>(4 + byte);
@@ -118,6 +104,19 @@ inline constexpr Q3X16ScaleTables kQ3X16Scales = [] {
   }
   return t;
 }();
+
+#ifdef __AVX512BW__
+// The 16 values of a six-bit string whose 12 bytes are window[4..15], one int32 lane each:
+// the two bytes of each gathered into its dword by one vpshufb of the 16 bytes (in every
+// 128-bit lane), then a variable shift and an and.
+inline __m512i six_bit_lanes(const uint8_t* window) {
+  const __m512i v =
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(window)));
+  const __m512i two = _mm512_shuffle_epi8(v, _mm512_load_si512(kSixBitLanes.bytes));
+  return _mm512_and_si512(_mm512_srlv_epi32(two, _mm512_load_si512(kSixBitLanes.shifts)),
+                          _mm512_set1_epi32(63));
+}
+#endif
 
 // The 8 6-bit scales of an IQ4_XS block minus their bias 32, as int16.
 inline __m128i unpack_iq4_xs_scales(uint16_t scales_h, const uint8_t* scales_l) {

@@ -122,10 +122,16 @@ void unarrange_iq4_xs_x16(const BlockIQ4_XSx16& src, BlockIQ4_XS* dst) {
   dst->scales_h = src.scales_h;
 }
 
-int ref::q3_k_x16_scale(const uint8_t* scales, int j) {
+int ref::six_bit_value(const uint8_t* string, int j) {
   const int byte = 6 * j / 8, shift = 6 * j % 8;
-  const int two = scales[byte] | (byte + 1 < 12 ? scales[byte + 1] << 8 : 0);
+  const int two = string[byte] | (byte + 1 < 12 ? string[byte + 1] << 8 : 0);
   return (two >> shift) & 63;
+}
+
+void ref::put_six_bit_value(uint8_t* string, int j, int value) {
+  const int byte = 6 * j / 8, shift = 6 * j % 8;
+  string[byte] = static_cast<uint8_t>(string[byte] | value << shift);
+  if (shift > 2) string[byte + 1] = static_cast<uint8_t>(string[byte + 1] | value >> (8 - shift));
 }
 
 // Q3_K: the low 2 bits of element e = 128h + 32c + l are bits 2c, 2c + 1 of qs[32h + l],
@@ -142,12 +148,8 @@ void arrange_q3_k_x16(const BlockQ3_K* src, BlockQ3_Kx16* dst) {
     dst->hmask[8 * k + n / 8] = static_cast<uint8_t>(dst->hmask[8 * k + n / 8] | high << (n % 8));
   }
   std::memset(dst->scales, 0, sizeof(dst->scales));
-  for (int j = 0; j < kQK_K / 16; ++j) {
-    const int sc = ref::q3_k_scale(src->scales, j), byte = 6 * j / 8, shift = 6 * j % 8;
-    dst->scales[byte] = static_cast<uint8_t>(dst->scales[byte] | sc << shift);
-    if (shift > 2)
-      dst->scales[byte + 1] = static_cast<uint8_t>(dst->scales[byte + 1] | sc >> (8 - shift));
-  }
+  for (int j = 0; j < kQK_K / 16; ++j)
+    ref::put_six_bit_value(dst->scales, j, ref::q3_k_scale(src->scales, j));
   dst->d = src->d;
 }
 
@@ -166,7 +168,7 @@ void unarrange_q3_k_x16(const BlockQ3_Kx16& src, BlockQ3_K* dst) {
   // 2-bit highs of s in bits 2(s / 4) of byte 8 + s % 4 (q3_k_scale's inverse).
   std::memset(dst->scales, 0, sizeof(dst->scales));
   for (int s = 0; s < kQK_K / 16; ++s) {
-    const int sc = ref::q3_k_x16_scale(src.scales, s);
+    const int sc = ref::six_bit_value(src.scales, s);
     uint8_t& low = dst->scales[s % 8];
     low = static_cast<uint8_t>(low | (sc & 15) << (4 * (s / 8)));
     uint8_t& high = dst->scales[8 + s % 4];
@@ -354,7 +356,7 @@ float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     const float scale = fp16_to_fp32(wb[b].d) * ab[b].d;
     for (int j = 0; j < kQK_K / 16; ++j) {
-      const int sc = q3_k_x16_scale(wb[b].scales, j) - 32;
+      const int sc = six_bit_value(wb[b].scales, j) - 32;
       int32_t lane = 0;
       for (int k = 0; k < 4; ++k) {
         for (int i = 0; i < 4; ++i) {

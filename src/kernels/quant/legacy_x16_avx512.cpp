@@ -10,14 +10,15 @@
 //   Q5_1: Q5_0's quants without the offset, and Q4_1's offsets
 //   IQ4_NL: each nibble looked up in the grid + 128 (one vpshufb), offset 128
 //   Q4_K_X16P, Q5_K_X16P: Q4_1_X16's and Q5_1_X16's, with d x sc and -(dmin x m) as the
-//         lanes' scales and offsets, unpacked from the two super-blocks' heads (per group
-//         and row, not per token); IQ4_XS_X16P: IQ4_NL_X16's with d x (ls - 32)
+//         lanes' scales and offsets, unpacked from the pair's head (its six-bit strings;
+//         per group and row, not per token); IQ4_XS_X16P: IQ4_NL_X16's with d x (ls - 32)
 // Bit-identical to ref::q4_1_x16_vec_dot, q5_0_x16_vec_dot, q5_1_x16_vec_dot,
 // iq4_nl_x16_vec_dot and the K pairs' models (q4_k_x16p_vec_dot ...).
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see interleaved_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "kernels/quant/blocks.h"
@@ -129,22 +130,20 @@ struct Iq4NLx16 : GridQuants<BlockIQ4_NLx16> {
   static constexpr bool kSplitChains = false;
 };
 
-// A K pair's lane scales d x sc and offsets -(dmin x m): lanes 0-7 from super-block 0's
-// head, 8-15 from super-block 1's, both unpacked at once.
-inline void k_pair_factors(const KQuantHead* head, __m512& d, __m512& m) {
-  const __m256i heads = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(head));
-  // 64-bit words: scales 0, mins 0, scales 1, mins 1 -> scales 0, 1, mins 0, 1.
-  const __m256i packed =
-      _mm256_permute4x64_epi64(unpack_q4_k_block_scales_mins_x2(heads), 0b11'01'10'00);
-  // Halves 0 and 8 are the super-blocks' d, 1 and 9 their dmin.
-  const __m512 h = _mm512_cvtph_ps(heads);
-  const __m512 dd =
-      _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8), h);
-  const __m512 dm =
-      _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 9, 9, 9, 9, 9, 9, 9, 9), h);
-  d = _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(packed))));
-  const __m512i mins = _mm512_cvtepu8_epi32(_mm256_extracti128_si256(packed, 1));
-  m = _mm512_mul_ps(dm, _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), mins)));
+// A K pair's lane scales d x sc and offsets -(dmin x m): d and dmin of super-block b / 8 times
+// lane b's six-bit scale and min (blocks.h), all exact in float.
+inline void k_pair_factors(const KPairHead& head, __m512& d, __m512& m) {
+  // [d0, d1, dmin0, dmin1], then spread to lanes 0-7 (super-block 0) and 8-15.
+  const __m512 h = _mm512_castps128_ps512(
+      _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&head))));
+  const __m512i sb = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512 dd = _mm512_permutexvar_ps(sb, h);
+  const __m512 dm = _mm512_permutexvar_ps(_mm512_add_epi32(sb, _mm512_set1_epi32(2)), h);
+  static_assert(offsetof(KPairHead, scales) == 8 && offsetof(KPairHead, mins) == 20);
+  const __m512i sc = six_bit_lanes(head.scales - 4);
+  const __m512i mn = six_bit_lanes(head.mins - 4);
+  d = _mm512_mul_ps(dd, _mm512_cvtepi32_ps(sc));
+  m = _mm512_mul_ps(dm, _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), mn)));
 }
 
 struct Q4_Kx16P : NibbleQuants<BlockQ4_Kx16P> {

@@ -17,6 +17,7 @@
 #include "core/fp16.h"
 #include "kernels/quant/interleaved.h"
 #include "kernels/quant/kernels_ref.h"
+#include "kernels/quant/quant_fit.h"
 
 namespace strata::kernels {
 namespace {
@@ -63,10 +64,9 @@ int group_quant(const uint8_t* qs, const uint8_t* qh, int k, int b, int j) {
 struct KPairFactors {
   template <class Group>
   void operator()(const Group& g, int b, float* d, float* m) const {
-    int sc = 0, mn = 0;
-    ref::q4_k_scale_min(g.head[b / 8].scales, b % 8, &sc, &mn);
-    *d = fp16_to_fp32(g.head[b / 8].d) * static_cast<float>(sc);
-    *m = -(fp16_to_fp32(g.head[b / 8].dmin) * static_cast<float>(mn));
+    const int sc = ref::six_bit_value(g.head.scales, b), mn = ref::six_bit_value(g.head.mins, b);
+    *d = fp16_to_fp32(g.head.d[b / 8]) * static_cast<float>(sc);
+    *m = -(fp16_to_fp32(g.head.dmin[b / 8]) * static_cast<float>(mn));
   }
 };
 
@@ -194,15 +194,32 @@ void nibbles_to_q4_k_sub_block(const uint8_t* nibbles, int s, uint8_t* q4_k_qs) 
 }
 
 // A Q4_K/Q5_K block's d, dmin and scales <-> a pair's head.
+// The two super-blocks' heads <-> a K pair's: d, dmin, and the scales and mins of their
+// 8 sub-blocks each as six-bit strings (lane b = super-block b / 8, sub-block b % 8).
 template <class Block>
-void put_head(const Block& block, KQuantHead* head) {
-  head->d = block.d, head->dmin = block.dmin;
-  std::memcpy(head->scales, block.scales, sizeof head->scales);
+void put_pair_head(const Block* src, KPairHead* head) {
+  std::memset(head, 0, sizeof *head);
+  for (int s = 0; s < 2; ++s) {
+    head->d[s] = src[s].d, head->dmin[s] = src[s].dmin;
+    for (int j = 0; j < 8; ++j) {
+      int sc = 0, mn = 0;
+      ref::q4_k_scale_min(src[s].scales, j, &sc, &mn);
+      ref::put_six_bit_value(head->scales, 8 * s + j, sc);
+      ref::put_six_bit_value(head->mins, 8 * s + j, mn);
+    }
+  }
 }
 template <class Block>
-void get_head(const KQuantHead& head, Block* block) {
-  block->d = head.d, block->dmin = head.dmin;
-  std::memcpy(block->scales, head.scales, sizeof head.scales);
+void get_pair_head(const KPairHead& head, Block* dst) {
+  for (int s = 0; s < 2; ++s) {
+    dst[s].d = head.d[s], dst[s].dmin = head.dmin[s];
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = ref::six_bit_value(head.scales, 8 * s + j);
+      mn[j] = ref::six_bit_value(head.mins, 8 * s + j);
+    }
+    ref::pack_q4_k_scales(sc, mn, dst[s].scales);
+  }
 }
 
 // Q5_K's fifth bits of sub-block s (bit s of qh[e] for element e) <-> a 32-bit mask, bit e
@@ -221,7 +238,7 @@ void set_q5_k_sub_block_fifth_bits(uint32_t bits, int s, uint8_t* q5_k_qh) {
 // The heads and nibbles of a Q4_K or Q5_K pair (Q5_K's fifth bits are the caller's).
 template <class Block, class Group>
 void put_k_pair(const Block* src, Group* dst) {
-  for (int s = 0; s < 2; ++s) put_head(src[s], &dst->head[s]);
+  put_pair_head(src, &dst->head);
   for (int b = 0; b < kX16Blocks; ++b) {
     uint8_t nibbles[16];
     q4_k_sub_block_to_nibbles(src[b / 8].qs, b % 8, nibbles);
@@ -230,7 +247,7 @@ void put_k_pair(const Block* src, Group* dst) {
 }
 template <class Block, class Group>
 void get_k_pair(const Group& src, Block* dst) {
-  for (int s = 0; s < 2; ++s) get_head(src.head[s], &dst[s]);
+  get_pair_head(src.head, dst);
   for (int b = 0; b < kX16Blocks; ++b) {
     uint8_t nibbles[16];
     get_nibbles(src.qs, b, nibbles);
