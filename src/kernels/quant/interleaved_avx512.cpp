@@ -48,11 +48,7 @@ struct Q4x16 {
       q[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);  // 16+4c..16+4c+3
     }
   }
-  // Weight vector k alone (the block kernel's way: one register at a time).
-  static __m512i vec(const Group& g, int k, __m512i mask) {
-    const __m512i v = _mm512_loadu_si512(g.qs + 64 * (k % 4));
-    return _mm512_and_si512(k < 4 ? v : _mm512_srli_epi16(v, 4), mask);
-  }
+  // Weight vectors c and c + 4 (the block kernel's way: one load, two registers).
   static void vec_pair(const Group& g, int c, __m512i mask, __m512i& lo, __m512i& hi) {
     nibble_pair(g.qs, c, mask, lo, hi);
   }
@@ -67,6 +63,7 @@ struct Q8x16 {
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) q[k] = load64(g.qs + 64 * k);
   }
+  // Weight vector k alone (the block kernel's way: one register at a time).
   static __m512i vec(const Group& g, int k, __m512i) {
     return _mm512_loadu_si512(g.qs + 64 * k);
   }
@@ -86,6 +83,13 @@ inline __m512i round_away_clamped_epi32(__m512 v, float limit) {
       _mm512_set1_epi32(INT32_MIN), _mm512_castps_si512(v),
       _mm512_castps_si512(_mm512_set1_ps(0.49999997f)), 0xea);
   return _mm512_cvttps_epi32(_mm512_add_ps(v, _mm512_castsi512_ps(nudge)));
+}
+
+// The rows of a vpermt2d control table, as registers (loaded once per call, not per group).
+template <size_t N>
+inline void load_controls(const int32_t (&table)[N][16], __m512i (&controls)[N]) {
+#pragma GCC unroll 4
+  for (size_t i = 0; i < N; ++i) controls[i] = _mm512_load_si512(table[i]);
 }
 
 // Lane b = the maximum of v[b]'s 16 lanes (a transposing tree of 15 maxima instead of 16
@@ -185,12 +189,10 @@ inline void transpose_x16a(const __m512i (&pairs)[8], const __m512i (&level1)[2]
 
 void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
   auto* groups = static_cast<BlockQ8_0x16A*>(dst);
-  const __m512i level1[2] = {_mm512_load_si512(kX16aTranspose.level1[0]),
-                             _mm512_load_si512(kX16aTranspose.level1[1])};
-  const __m512i level2[2] = {_mm512_load_si512(kX16aTranspose.level2[0]),
-                             _mm512_load_si512(kX16aTranspose.level2[1])};
-  const __m512i level3[2] = {_mm512_load_si512(kX16aTranspose.level3[0]),
-                             _mm512_load_si512(kX16aTranspose.level3[1])};
+  __m512i level1[2], level2[2], level3[2];
+  load_controls(kX16aTranspose.level1, level1);
+  load_controls(kX16aTranspose.level2, level2);
+  load_controls(kX16aTranspose.level3, level3);
   for (int64_t g = 0; g < n / kQKX16; ++g) {
     const float* x = src + g * kQKX16;
     BlockQ8_0x16A& out = groups[g];
@@ -270,10 +272,9 @@ inline constexpr X16kTranspose kX16kTranspose = [] {
 
 void q8_k_x16a_from_float(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ8_Kx16A*>(dst);
-  const __m512i level1[2] = {_mm512_load_si512(kX16kTranspose.level1[0]),
-                             _mm512_load_si512(kX16kTranspose.level1[1])};
-  const __m512i level2[2] = {_mm512_load_si512(kX16kTranspose.level2[0]),
-                             _mm512_load_si512(kX16kTranspose.level2[1])};
+  __m512i level1[2], level2[2];
+  load_controls(kX16kTranspose.level1, level1);
+  load_controls(kX16kTranspose.level2, level2);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     const float* x = src + b * kQK_K;
     BlockQ8_Kx16A& out = blocks[b];

@@ -30,13 +30,6 @@
 namespace strata::kernels::avx512 {
 namespace {
 
-// Nibble vector k of a group's qs: the low nibbles of bytes 64k.. (k < 4) or the high
-// nibbles of bytes 64(k - 4).. (elements 4k..4k+3 of each block either way).
-inline __m512i nibbles(const uint8_t* qs, int k, __m512i low4) {
-  const __m512i v = _mm512_loadu_si512(qs + 64 * (k % 4));
-  return _mm512_and_si512(k < 4 ? v : _mm512_srli_epi16(v, 4), low4);
-}
-
 // The 8 nibble vectors from 4 two-half loads.
 inline void load_nibbles(const uint8_t* qs, __m512i (&q)[8]) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
@@ -65,7 +58,6 @@ inline __m512i iq4_nl_grid() {
 template <class G>
 struct NibbleQuants {
   static void quants(const G& g, __m512i (&q)[8]) { load_nibbles(g.qs, q); }
-  static __m512i vec(const G& g, int k, __m512i low4) { return nibbles(g.qs, k, low4); }
   static void vec_pair(const G& g, int c, __m512i low4, __m512i& lo, __m512i& hi) {
     nibble_pair(g.qs, c, low4, lo, hi);
   }
@@ -76,9 +68,6 @@ struct FifthBitQuants {
     load_nibbles(g.qs, q);
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) q[k] = add_fifth_bits(q[k], g.qh, k);
-  }
-  static __m512i vec(const G& g, int k, __m512i low4) {
-    return add_fifth_bits(nibbles(g.qs, k, low4), g.qh, k);
   }
   static void vec_pair(const G& g, int c, __m512i low4, __m512i& lo, __m512i& hi) {
     nibble_pair(g.qs, c, low4, lo, hi);
@@ -93,9 +82,6 @@ struct GridQuants {
     const __m512i grid = iq4_nl_grid();
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) q[k] = _mm512_shuffle_epi8(grid, q[k]);
-  }
-  static __m512i vec(const G& g, int k, __m512i low4) {
-    return _mm512_shuffle_epi8(iq4_nl_grid(), nibbles(g.qs, k, low4));
   }
   static void vec_pair(const G& g, int c, __m512i low4, __m512i& lo, __m512i& hi) {
     nibble_pair(g.qs, c, low4, lo, hi);

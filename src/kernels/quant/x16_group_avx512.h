@@ -7,10 +7,11 @@
 //   static constexpr bool kHasMin;            // the group has fp16 offsets m[b] (Q4_1, Q5_1)
 //   static constexpr bool kSplitChains;       // gemm_block: two vpdpbusd chains per output
 //   static void quants(const Group&, __m512i (&q)[8]);   // the 8 quant vectors
-//   static __m512i vec(const Group&, int k, __m512i low4);  // quant vector k alone
 //   static void vec_pair(const Group&, int c, __m512i low4, __m512i& lo, __m512i& hi);
-//                                             // optional: vectors c and c + 4 (c < 4), the
-//                                             // low and high nibbles of one load
+//                                             // nibble layouts: vectors c and c + 4 (c < 4),
+//                                             // the low and high nibbles of one load; or
+//   static __m512i vec(const Group&, int k, __m512i low4);  // quant vector k alone (Q8_0:
+//                                             // vec_pair's 8 activation registers would spill)
 //   static void factors(const Group&, __m512& d, __m512& m);  // optional: the lanes' scales
 //                                             // (and offsets); default: fp16 d[16] (and m[16])
 // Per group and (row, token): 8 vpdpbusd accumulate all 16 blocks at once into one int32
