@@ -63,9 +63,10 @@ inline void nibble_pair(const uint8_t* qs, int c, __m512i low4, __m512i& lo, __m
 
 // Cache line `line` of the group after g, into L1. A block's weight rows come from L2
 // (the caller sizes row panels for it), and with two rows interleaved the L1 prefetcher
-// leaves the block waiting on them: one line per vector step of the next group measured
-// Q8_0 +3-5.5%, the nibble layouts +1-3% (kernels_matmul_bench, x512 tokens); its last
-// (partial) line too measured slower.
+// leaves the block waiting on them: one line per vector pair of the next group measured
+// +1-3% on the nibble layouts' GEMMs and +4% on a Q4_0 prefill. Q8_0's block (a line per
+// vector, twice the lines) gained 3-5% alone but lost 1.6% in a two-thread prefill, so
+// it does not prefetch.
 template <class Group>
 inline void prefetch_next_group_line(const Group* g, int line) {
   _mm_prefetch(reinterpret_cast<const char*>(g + 1) + 64 * line, _MM_HINT_T0);
@@ -219,7 +220,6 @@ void gemm_block(int64_t ng, const uint8_t* w, int64_t w_stride, const uint8_t* a
         }
 #pragma GCC unroll 4
         for (int r = 0; r < kRows; ++r) {
-          prefetch_next_group_line(wg[r], k);
           const __m512i wv = W::vec(*wg[r], k, mask);
 #pragma GCC unroll 4
           for (int t = 0; t < T; ++t) {
