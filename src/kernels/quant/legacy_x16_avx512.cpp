@@ -3,8 +3,9 @@
 // Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K and IQ4_XS files, repacked at load. The row tile and
 // 2 x 4 register block are x16_group_avx512.h's; each layout here says how its 8 quant
 // vectors come out of a group:
-//   Q4_1: Q4_0_X16's nibbles, no offset; the block offsets m enter as m_w x d_a x the
-//         activation's block sum (one more multiply and fma per group and token)
+//   Q4_1: Q4_0_X16's nibbles, no offset; the block offsets m enter as m_w x (d_a x the
+//         activation's block sum) (one more fma per group, row and token; the product is
+//         the token's, once per GEMM block)
 //   Q5_0: the nibbles plus 16 where the fifth bit is set (one masked byte add per vector,
 //         its mask one 64-bit word of qh), offset 16
 //   Q5_1: Q5_0's quants without the offset, and Q4_1's offsets

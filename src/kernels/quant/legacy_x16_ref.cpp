@@ -6,8 +6,9 @@
 // quants (nibble, plus 16 for a set fifth bit; IQ4_NL: grid value + 128) with the
 // activation's quants, started from -offset x the activation's block sum (offset 16 for
 // Q5_0, 128 for IQ4_NL, none for Q4_1 and Q5_1). The float steps are acc[b] = fma(d_w[b] x
-// d_a[b], float(lane), acc[b]), then for Q4_1, Q5_1 and the K pairs acc[b] = fma(m_w[b] x
-// d_a[b], float(block sum), acc[b]), over the groups, and the 16 lanes added as a tree (i +
+// d_a[b], float(lane), acc[b]), then for Q4_1, Q5_1 and the K pairs acc[b] = fma(m_w[b],
+// d_a[b] x float(block sum), acc[b]) (the activation's product, shared by the rows of a GEMM
+// block), over the groups, and the 16 lanes added as a tree (i +
 // 8, + 4, + 2, + 1); Q4_K_X16P's and Q5_K_X16P's d_w[b] is d x sc and m_w[b] -(dmin x m) of
 // lane b's sub-block; IQ4_XS_X16P's d_w[b] is d x (ls - 32), and its lanes are
 // IQ4_NL_X16's. They agree with the file layouts' kernels up to float rounding.
@@ -100,7 +101,7 @@ float reduce_groups(int64_t n, const void* w, const void* a, Lane lane, Factors 
       float dw = 0.0f, mw = 0.0f;
       factors(wg[g], b, &dw, &mw);
       acc[b] = std::fma(dw * ad, static_cast<float>(lane(wg[g], ag[g], b)), acc[b]);
-      if constexpr (kHasMin) acc[b] = std::fma(mw * ad, static_cast<float>(ag[g].sum[b]), acc[b]);
+      if constexpr (kHasMin) acc[b] = std::fma(mw, ad * static_cast<float>(ag[g].sum[b]), acc[b]);
     }
   }
   for (int width = kX16Blocks / 2; width >= 1; width /= 2) {

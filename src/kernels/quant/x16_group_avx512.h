@@ -17,7 +17,8 @@
 // Per group and (row, token): 8 vpdpbusd accumulate all 16 blocks at once into one int32
 // lane per block, starting from -offset x the activation's block sums (which cancels the
 // unsigned offset), then one convert, one scale multiply and one fma, and with offsets one
-// more multiply and fma by the activation's block sum. The integer lanes are exact and the
+// more fma of m_w by d_a x the activation's block sum (that product is per token, so a
+// GEMM block computes it once for its rows). The integer lanes are exact and the
 // float steps follow the layouts' scalar models in order (ref::*_x16_vec_dot), so every
 // output is bit-identical to them, whatever the tile, batch or thread split.
 // Included by kernel files compiled for AVX-512, so it has internal linkage.
@@ -95,7 +96,7 @@ inline __m512i group_start(const BlockQ8_0x16A& a) {
   }
 }
 
-// acc += (d_w * d_a) * (exact integer dot of each block) [+ (m_w * d_a) * activation sum],
+// acc += (d_w * d_a) * (exact integer dot of each block) [+ m_w * (d_a * activation sum)],
 // lane b = block b.
 template <class W>
 inline __m512 fold_group(const GroupWeights& w, const BlockQ8_0x16A& a, __m512 acc) {
@@ -111,7 +112,7 @@ inline __m512 fold_group(const GroupWeights& w, const BlockQ8_0x16A& a, __m512 a
   acc = _mm512_fmadd_ps(_mm512_mul_ps(w.d, ad), _mm512_cvtepi32_ps(lanes), acc);
   if constexpr (W::kHasMin) {
     acc =
-        _mm512_fmadd_ps(_mm512_mul_ps(w.m, ad), _mm512_cvtepi32_ps(_mm512_loadu_si512(a.sum)), acc);
+        _mm512_fmadd_ps(w.m, _mm512_mul_ps(ad, _mm512_cvtepi32_ps(_mm512_loadu_si512(a.sum))), acc);
   }
   return acc;
 }
@@ -237,11 +238,12 @@ void gemm_block(int64_t ng, const uint8_t* w, int64_t w_stride, const uint8_t* a
       for (int t = 0; t < T; ++t)
         if (kSplit) lanes[r][t] = _mm512_add_epi32(lanes[r][t], odd[r][t]);
     }
-    __m512 ad[T], asum[T];
+    __m512 ad[T], ad_sum[T];
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       ad[t] = _mm512_loadu_ps(ag[t]->d);
-      if constexpr (W::kHasMin) asum[t] = _mm512_cvtepi32_ps(_mm512_loadu_si512(ag[t]->sum));
+      if constexpr (W::kHasMin)
+        ad_sum[t] = _mm512_mul_ps(ad[t], _mm512_cvtepi32_ps(_mm512_loadu_si512(ag[t]->sum)));
     }
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
@@ -254,8 +256,7 @@ void gemm_block(int64_t ng, const uint8_t* w, int64_t w_stride, const uint8_t* a
       }
       if constexpr (W::kHasMin) {
 #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t)
-          acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(mw, ad[t]), asum[t], acc[r][t]);
+        for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(mw, ad_sum[t], acc[r][t]);
       }
     }
   }
