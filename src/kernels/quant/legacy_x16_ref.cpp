@@ -8,10 +8,10 @@
 // Q5_0, 128 for IQ4_NL, none for Q4_1 and Q5_1). The float steps are acc[b] = fma(d_w[b] x
 // d_a[b], float(lane), acc[b]), then for Q4_1, Q5_1 and the K pairs acc[b] = fma(m_w[b],
 // d_a[b] x float(block sum), acc[b]) (the activation's product, shared by the rows of a GEMM
-// block), over the groups, and the 16 lanes added as a tree (i +
-// 8, + 4, + 2, + 1); Q4_K_X16P's and Q5_K_X16P's d_w[b] is d x sc and m_w[b] -(dmin x m) of
-// lane b's sub-block; IQ4_XS_X16P's d_w[b] is d x (ls - 32), and its lanes are
-// IQ4_NL_X16's. They agree with the file layouts' kernels up to float rounding.
+// block), over the groups, and the 16 lanes added as a tree (i + 8, + 4, + 2, + 1);
+// Q4_K_X16P's and Q5_K_X16P's d_w[b] is d x sc and m_w[b] -(dmin x m) of lane b's
+// sub-block; IQ4_XS_X16P's d_w[b] is d x (ls - 32), and its lanes are IQ4_NL_X16's. They
+// agree with the file layouts' kernels up to float rounding.
 #include <cmath>
 #include <cstring>
 
