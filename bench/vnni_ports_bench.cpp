@@ -3,9 +3,11 @@
 // one kind. If the kind issues on other ports, vpdpbusd keeps the rate of `ports/none`
 // (the `dpbusd` counter); if it shares vpdpbusd's ports, the rate drops, by 4/16 when it
 // always takes one of them. The GEMM epilogues and unpacking are weighed by this
-// (docs/BENCHMARKS.md, 2026-12-05 19:40): on Zen 5, vmulps and vfmadd231ps take vpdpbusd's
-// two ports, vpshufb and gf2p8affineqb mostly do, and vpand, vpaddd, the shifts,
-// vcvtdq2ps and vaddps do not.
+// (docs/BENCHMARKS.md, 2026-12-05 19:40 and 22:30): on Zen 5, vmulps, vfmadd231ps, vpermd,
+// vshufi32x4, vpmaddubsw and vpmaddwd always take one of vpdpbusd's two ports and vpmulld
+// two slots; vpshufb, gf2p8affineqb and vinserti64x4 mostly take one, vpermt2d and
+// vcvtph2ps about half the time; vpand, vpaddd, the shifts, vcvtdq2ps and vaddps issue
+// elsewhere.
 //
 // Usage: vnni_ports_bench [google benchmark flags]. Skips on CPUs without AVX-512 VNNI.
 // GCC 12's AVX-512 headers start intrinsics from _mm512_undefined_*() (a known false
@@ -30,7 +32,15 @@ enum class Kind {
   kMulPs,
   kFma,
   kShuffleB,
-  kGfni
+  kGfni,
+  kInsert,
+  kCvtPh,
+  kPermD,
+  kPermT2D,
+  kShufI32x4,
+  kMaddUbsW,
+  kMaddWD,
+  kMulLoD
 };
 
 template <Kind K>
@@ -50,6 +60,15 @@ __attribute__((target("avx512f,avx512bw,avx512vnni,gfni"))) __m512i extra(__m512
   }
   if constexpr (K == Kind::kShuffleB) return _mm512_shuffle_epi8(x, a);
   if constexpr (K == Kind::kGfni) return _mm512_gf2p8affine_epi64_epi8(x, a, 0);
+  if constexpr (K == Kind::kInsert) return _mm512_inserti64x4(x, _mm512_castsi512_si256(a), 1);
+  if constexpr (K == Kind::kCvtPh)
+    return _mm512_castps_si512(_mm512_cvtph_ps(_mm512_castsi512_si256(x)));
+  if constexpr (K == Kind::kPermD) return _mm512_permutexvar_epi32(a, x);
+  if constexpr (K == Kind::kPermT2D) return _mm512_permutex2var_epi32(x, a, x);
+  if constexpr (K == Kind::kShufI32x4) return _mm512_shuffle_i32x4(x, a, 0x44);
+  if constexpr (K == Kind::kMaddUbsW) return _mm512_maddubs_epi16(x, a);
+  if constexpr (K == Kind::kMaddWD) return _mm512_madd_epi16(x, a);
+  if constexpr (K == Kind::kMulLoD) return _mm512_mullo_epi32(x, a);
   return x;
 }
 
@@ -110,6 +129,14 @@ BENCHMARK(ports<Kind::kMulPs>)->Name("ports/vmulps");
 BENCHMARK(ports<Kind::kFma>)->Name("ports/vfmadd231ps");
 BENCHMARK(ports<Kind::kShuffleB>)->Name("ports/vpshufb");
 BENCHMARK(ports<Kind::kGfni>)->Name("ports/gf2p8affineqb");
+BENCHMARK(ports<Kind::kInsert>)->Name("ports/vinserti64x4");
+BENCHMARK(ports<Kind::kCvtPh>)->Name("ports/vcvtph2ps");
+BENCHMARK(ports<Kind::kPermD>)->Name("ports/vpermd");
+BENCHMARK(ports<Kind::kPermT2D>)->Name("ports/vpermt2d");
+BENCHMARK(ports<Kind::kShufI32x4>)->Name("ports/vshufi32x4");
+BENCHMARK(ports<Kind::kMaddUbsW>)->Name("ports/vpmaddubsw");
+BENCHMARK(ports<Kind::kMaddWD>)->Name("ports/vpmaddwd");
+BENCHMARK(ports<Kind::kMulLoD>)->Name("ports/vpmulld");
 
 }  // namespace
 
