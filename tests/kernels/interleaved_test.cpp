@@ -532,6 +532,37 @@ TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
   expect_extremes_match_scalar_models(KernelIsa::avx512_vnni);
 }
 
+// The K pairs' GEMM unpacks each row's lane factors once for all token tiles, in chunks of
+// rows whose factors fit its buffer (32K floats: 32 rows of 16384 columns); 35 rows make a
+// second chunk with a row left over, 5 tokens a tile and a token left over. Every output
+// is still the scalar model's.
+TEST(Interleaved, KPairGemmOverSeveralFactorChunksMatchesScalarModels) {
+  if (cpu_kernel_isa() < KernelIsa::avx512_vnni) {
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or STRATA_NO_AVX512)";
+  }
+  Rng rng(11);
+  const int64_t rows = 35, cols = 16384, n_tokens = 5;
+  for (const Pair& p : kPairs) {
+    if (p.x16 != DType::Q4_K_X16P && p.x16 != DType::Q5_K_X16P && p.x16 != DType::IQ4_XS_X16P)
+      continue;
+    const TypeTraits& ref = reference_type_traits(p.x16);
+    const TypeTraits& fast = type_traits_for(KernelIsa::avx512_vnni, p.x16);
+    const auto w = repacked(p, test::random_weights(p.file, rows, cols, rng), rows, cols);
+    const int64_t wb = row_bytes(p.x16, cols), ab = row_bytes(p.x16_act, cols);
+    const auto x = test::normal_floats(rng, n_tokens * cols, 3.0f);
+    const auto a = activations(p.x16_act, x, n_tokens, cols, reference_type_traits(p.x16_act));
+    std::vector<float> y(static_cast<size_t>(rows * n_tokens));
+    fast.gemm(cols, w.data(), wb, rows, a.data(), ab, n_tokens, y.data(), rows);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float want = ref.vec_dot(cols, w.data() + r * wb, a.data() + t * ab);
+        EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
+            << dtype_name(p.x16) << " at (" << r << ", " << t << ")";
+      }
+    }
+  }
+}
+
 // Q3_K likewise: the round trip is exact and element 16j + 4k + i (n = 4j + i) lands at bits
 // 2k, 2k + 1 of qs[n] and bit n % 8 of hmask[8k + n / 8].
 TEST(Interleaved, Q3KArrangeRoundTripsAndPlacesLanes) {

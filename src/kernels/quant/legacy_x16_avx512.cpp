@@ -190,7 +190,8 @@ float iq4_xs_x16p_vec_dot(int64_t n, const void* w, const void* a) {
 }
 void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                       int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_blocks<GroupRows<Iq4XSx16P>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_by_row_blocks<FactorGroupRows<Iq4XSx16P>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y,
+                                                 ldy);
 }
 
 float q4_k_x16p_vec_dot(int64_t n, const void* w, const void* a) {
@@ -198,14 +199,16 @@ float q4_k_x16p_vec_dot(int64_t n, const void* w, const void* a) {
 }
 void q4_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                     int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_blocks<GroupRows<Q4_Kx16P>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_by_row_blocks<FactorGroupRows<Q4_Kx16P>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y,
+                                                ldy);
 }
 float q5_k_x16p_vec_dot(int64_t n, const void* w, const void* a) {
   return vec_dot_by_row_tile<GroupRows<Q5_Kx16P>>(n / kQKX16, w, a);
 }
 void q5_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                     int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_blocks<GroupRows<Q5_Kx16P>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_by_row_blocks<FactorGroupRows<Q5_Kx16P>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y,
+                                                ldy);
 }
 
 float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a) {

@@ -5,6 +5,7 @@
 // Included by kernel files of different instruction sets, so it has internal linkage.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/prefetch.h"
@@ -84,11 +85,53 @@ template <class Kernel>
     Kernel::template tile<4, false>(n_blocks, wp + r * w_stride, ap, a_stride, y + r, ldy);
 }
 
+// rows_of_token_block for a kernel whose blocks take each row's per-group factors from
+// `factors` (Kernel::kFactorFloats floats per row and group, rows n_blocks groups apart),
+// computed once for every token tile by Kernel::row_factors.
+template <class Kernel>
+[[gnu::noinline]] void rows_of_token_block_with(int64_t n_blocks, const uint8_t* wp,
+                                                int64_t w_stride, int64_t nr, const float* factors,
+                                                const uint8_t* ap, int64_t a_stride, float* y,
+                                                int64_t ldy) {
+  constexpr int64_t R = Kernel::kBlockRows;
+  int64_t r = 0;
+  for (; r + R <= nr; r += R) {
+    Kernel::block_with(n_blocks, wp + r * w_stride, w_stride,
+                       factors + r * n_blocks * Kernel::kFactorFloats, ap, a_stride, y + r, ldy);
+  }
+  for (; r < nr; ++r)
+    Kernel::template tile<4, false>(n_blocks, wp + r * w_stride, ap, a_stride, y + r, ldy);
+}
+
 template <class Kernel>
 inline void gemm_by_row_blocks(int64_t n_blocks, const void* w, int64_t w_stride, int64_t nr,
                                const void* a, int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const uint8_t*>(a);
+  if constexpr (requires { Kernel::kFactorFloats; }) {
+    // Factors unpacked once per row and group for all token tiles, not once per tile: rows
+    // in chunks whose factors fit the buffer (a matmul's L2 panel fits one chunk).
+    constexpr int64_t kBufferFloats = 32 * 1024;
+    const int64_t per_row = n_blocks * Kernel::kFactorFloats;
+    if (nt >= 4 && per_row > 0 && per_row * Kernel::kBlockRows <= kBufferFloats) {
+      alignas(64) float factors[kBufferFloats];
+      const int64_t chunk = kBufferFloats / per_row / Kernel::kBlockRows * Kernel::kBlockRows;
+      for (int64_t r0 = 0; r0 < nr; r0 += chunk) {
+        const int64_t rows = std::min(chunk, nr - r0);
+        Kernel::row_factors(n_blocks, wp + r0 * w_stride, w_stride, rows, factors);
+        for_token_tiles(nt, [&]<int T>(int64_t t) {
+          if constexpr (T == 4) {
+            rows_of_token_block_with<Kernel>(n_blocks, wp + r0 * w_stride, w_stride, rows, factors,
+                                             ap + t * a_stride, a_stride, y + t * ldy + r0, ldy);
+          } else {
+            rows_of_token_tile<Kernel, T, true>(n_blocks, wp + r0 * w_stride, w_stride, rows,
+                                                ap + t * a_stride, a_stride, y + t * ldy + r0, ldy);
+          }
+        });
+      }
+      return;
+    }
+  }
   for_token_tiles(nt, [&]<int T>(int64_t t) {
     if constexpr (T == 4) {
       rows_of_token_block<Kernel>(n_blocks, wp, w_stride, nr, ap + t * a_stride, a_stride,

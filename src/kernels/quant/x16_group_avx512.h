@@ -73,6 +73,9 @@ inline void prefetch_next_group_line(const Group* g, int line) {
   _mm_prefetch(reinterpret_cast<const char*>(g + 1) + 64 * line, _MM_HINT_T0);
 }
 
+// A group's lane factors as a GEMM may keep them: d, then m, 16 floats each.
+constexpr int64_t kLaneFactorFloats = 32;
+
 // A group's 16 lane scales d (and offsets m): W::factors, or the group's fp16 d and m.
 template <class W>
 inline void group_factors(const typename W::Group& g, __m512& d, __m512& m) {
@@ -148,10 +151,12 @@ void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride,
 // row and token, started from that token's offset term), then each (row, token) gets its
 // convert, scale multiply and fma. Per 8 vpdpbusd that leaves ~2.5 other vector
 // instructions (the row tile: ~8, and a load per vpdpbusd). The integer sums and the float
-// steps are gemm_tile's, so every output is its bits.
-template <class W, int kRows>
-void gemm_block(int64_t ng, const uint8_t* w, int64_t w_stride, const uint8_t* a, int64_t a_stride,
-                float* y, int64_t ldy) {
+// steps are gemm_tile's, so every output is its bits. With kGivenFactors each row's lane
+// factors come from `factors` (kLaneFactorFloats per group, rows ng groups apart), unpacked
+// by the caller once for all token tiles (FactorGroupRows).
+template <class W, int kRows, bool kGivenFactors>
+void gemm_block(int64_t ng, const uint8_t* w, int64_t w_stride, const float* factors,
+                const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
   using Group = typename W::Group;
   constexpr int T = 4;
   constexpr bool kSplit = W::kSplitChains;
@@ -248,7 +253,13 @@ void gemm_block(int64_t ng, const uint8_t* w, int64_t w_stride, const uint8_t* a
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       __m512 dw, mw;
-      group_factors<W>(*wg[r], dw, mw);
+      if constexpr (kGivenFactors) {
+        const float* f = factors + (r * ng + g) * kLaneFactorFloats;
+        dw = _mm512_load_ps(f);
+        if constexpr (W::kHasMin) mw = _mm512_load_ps(f + 16);
+      } else {
+        group_factors<W>(*wg[r], dw, mw);
+      }
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         acc[r][t] =
@@ -276,7 +287,31 @@ struct GroupRows {
   }
   static void block(int64_t ng, const uint8_t* w, int64_t w_stride, const uint8_t* a,
                     int64_t a_stride, float* y, int64_t ldy) {
-    gemm_block<W, kBlockRows>(ng, w, w_stride, a, a_stride, y, ldy);
+    gemm_block<W, kBlockRows, false>(ng, w, w_stride, nullptr, a, a_stride, y, ldy);
+  }
+};
+
+// GroupRows for layouts whose lane factors take unpacking (W::factors: the K pairs'
+// six-bit scales and mins times d and dmin), which a GEMM then does once per row and group
+// (row_factors, into gemm_by_row_blocks' buffer), not once per 4-token tile: that unpacking
+// was 9-14% of the Q4_K pair's GEMM block (25% of its GEMV, which keeps it: one token).
+template <class W>
+struct FactorGroupRows : GroupRows<W> {
+  static constexpr int64_t kFactorFloats = kLaneFactorFloats;
+  static void row_factors(int64_t ng, const uint8_t* w, int64_t w_stride, int64_t nr, float* out) {
+    for (int64_t r = 0; r < nr; ++r) {
+      const auto* groups = reinterpret_cast<const typename W::Group*>(w + r * w_stride);
+      for (int64_t g = 0; g < ng; ++g) {
+        __m512 d, m = _mm512_setzero_ps();
+        group_factors<W>(groups[g], d, m);
+        _mm512_store_ps(out + (r * ng + g) * kLaneFactorFloats, d);
+        _mm512_store_ps(out + (r * ng + g) * kLaneFactorFloats + 16, m);
+      }
+    }
+  }
+  static void block_with(int64_t ng, const uint8_t* w, int64_t w_stride, const float* factors,
+                         const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+    gemm_block<W, GroupRows<W>::kBlockRows, true>(ng, w, w_stride, factors, a, a_stride, y, ldy);
   }
 };
 
