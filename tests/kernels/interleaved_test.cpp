@@ -400,6 +400,36 @@ TEST(Interleaved, ScalarModelsMatchFileLayoutsUpToRounding) {
   }
 }
 
+// One gemm of a level's kernels on random weights and activations, and each row's vec_dot,
+// against the scalar model, output by output. With 5 rows, row 3 carries the largest half and
+// an infinity among its scales.
+void expect_gemm_matches_scalar_model(KernelIsa isa, const Pair& p, int64_t rows, int64_t cols,
+                                      int64_t n_tokens, Rng& rng) {
+  const TypeTraits& ref = reference_type_traits(p.x16);
+  const TypeTraits& fast = type_traits_for(isa, p.x16);
+  auto w = repacked(p, test::random_weights(p.file, rows, cols, rng), rows, cols);
+  const int64_t wb = row_bytes(p.x16, cols);
+  if (rows == 5) {
+    *row_scale(p, w.data() + 3 * wb, 0) = 0x7bff;
+    *row_scale(p, w.data() + 3 * wb, 1) = 0x7c00;
+  }
+  const auto x = test::normal_floats(rng, n_tokens * cols, 3.0f);
+  const auto a = activations(p.x16_act, x, n_tokens, cols, reference_type_traits(p.x16_act));
+  const int64_t ab = row_bytes(p.x16_act, cols);
+  std::vector<float> y(static_cast<size_t>(rows * n_tokens));
+  fast.gemm(cols, w.data(), wb, rows, a.data(), ab, n_tokens, y.data(), rows);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float want = ref.vec_dot(cols, w.data() + r * wb, a.data() + t * ab);
+      EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
+          << kernel_isa_name(isa) << " " << dtype_name(p.x16) << " cols " << cols << " rows "
+          << rows << " tokens " << n_tokens << " at (" << r << ", " << t
+          << "): " << y[static_cast<size_t>(t * rows + r)] << " vs " << want;
+      EXPECT_TRUE(same_float(fast.vec_dot(cols, w.data() + r * wb, a.data() + t * ab), want));
+    }
+  }
+}
+
 // Every output of a level's kernels against the scalar model, for every tile shape: with
 // AVX-512, 2 and 5 rows by 4, 5 and 9 tokens run the GEMM's 2 x 4 register blocks (every
 // x16 type has one), 5 rows with a row left over, 5 and 9 tokens with 1 token left over.
@@ -407,35 +437,10 @@ void expect_level_matches_scalar_models(KernelIsa isa) {
   Rng rng(4);
   for (const Pair& p : kPairs) {
     if (isa < KernelIsa::avx512_vnni && avx512_only(p.x16)) continue;
-    const TypeTraits& ref = reference_type_traits(p.x16);
-    const TypeTraits& fast = type_traits_for(isa, p.x16);
     for (const int64_t cols : {512, 1536, 2048}) {
       for (const int64_t rows : {1, 2, 5}) {
-        for (const int64_t n_tokens : {1, 2, 3, 4, 5, 9}) {
-          auto w = repacked(p, test::random_weights(p.file, rows, cols, rng), rows, cols);
-          const int64_t wb = row_bytes(p.x16, cols);
-          if (rows == 5) {  // the largest half and an infinity among the scales
-            *row_scale(p, w.data() + 3 * wb, 0) = 0x7bff;
-            *row_scale(p, w.data() + 3 * wb, 1) = 0x7c00;
-          }
-          const auto x = test::normal_floats(rng, n_tokens * cols, 3.0f);
-          const auto a =
-              activations(p.x16_act, x, n_tokens, cols, reference_type_traits(p.x16_act));
-          const int64_t ab = row_bytes(p.x16_act, cols);
-          std::vector<float> y(static_cast<size_t>(rows * n_tokens));
-          fast.gemm(cols, w.data(), wb, rows, a.data(), ab, n_tokens, y.data(), rows);
-          for (int64_t t = 0; t < n_tokens; ++t) {
-            for (int64_t r = 0; r < rows; ++r) {
-              const float want = ref.vec_dot(cols, w.data() + r * wb, a.data() + t * ab);
-              EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
-                  << kernel_isa_name(isa) << " " << dtype_name(p.x16) << " cols " << cols
-                  << " rows " << rows << " tokens " << n_tokens << " at (" << r << ", " << t
-                  << "): " << y[static_cast<size_t>(t * rows + r)] << " vs " << want;
-              EXPECT_TRUE(
-                  same_float(fast.vec_dot(cols, w.data() + r * wb, a.data() + t * ab), want));
-            }
-          }
-        }
+        for (const int64_t n_tokens : {1, 2, 3, 4, 5, 9})
+          expect_gemm_matches_scalar_model(isa, p, rows, cols, n_tokens, rng);
       }
     }
   }
@@ -541,25 +546,9 @@ TEST(Interleaved, KPairGemmOverSeveralFactorChunksMatchesScalarModels) {
     GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or STRATA_NO_AVX512)";
   }
   Rng rng(11);
-  const int64_t rows = 35, cols = 16384, n_tokens = 5;
   for (const Pair& p : kPairs) {
-    if (p.x16 != DType::Q4_K_X16P && p.x16 != DType::Q5_K_X16P && p.x16 != DType::IQ4_XS_X16P)
-      continue;
-    const TypeTraits& ref = reference_type_traits(p.x16);
-    const TypeTraits& fast = type_traits_for(KernelIsa::avx512_vnni, p.x16);
-    const auto w = repacked(p, test::random_weights(p.file, rows, cols, rng), rows, cols);
-    const int64_t wb = row_bytes(p.x16, cols), ab = row_bytes(p.x16_act, cols);
-    const auto x = test::normal_floats(rng, n_tokens * cols, 3.0f);
-    const auto a = activations(p.x16_act, x, n_tokens, cols, reference_type_traits(p.x16_act));
-    std::vector<float> y(static_cast<size_t>(rows * n_tokens));
-    fast.gemm(cols, w.data(), wb, rows, a.data(), ab, n_tokens, y.data(), rows);
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      for (int64_t r = 0; r < rows; ++r) {
-        const float want = ref.vec_dot(cols, w.data() + r * wb, a.data() + t * ab);
-        EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
-            << dtype_name(p.x16) << " at (" << r << ", " << t << ")";
-      }
-    }
+    if (p.x16 == DType::Q4_K_X16P || p.x16 == DType::Q5_K_X16P || p.x16 == DType::IQ4_XS_X16P)
+      expect_gemm_matches_scalar_model(KernelIsa::avx512_vnni, p, 35, 16384, 5, rng);
   }
 }
 

@@ -73,31 +73,25 @@ inline void gemm_by_row_tiles(int64_t n_blocks, const void* w, int64_t w_stride,
 // vector feeds 4 tokens and each activation vector R rows, so a block loads about half
 // what R separate row tiles do. The rows left over and the last 1-3 tokens go through
 // Kernel::tile as in gemm_by_row_tiles. Every output is the same bits either way.
+// With `factors` (a kernel that has Kernel::kFactorFloats), each block takes its rows'
+// per-group factors from there (kFactorFloats floats per row and group, rows n_blocks
+// groups apart), unpacked once for every token tile by Kernel::row_factors.
 template <class Kernel>
 [[gnu::noinline]] void rows_of_token_block(int64_t n_blocks, const uint8_t* wp, int64_t w_stride,
                                            int64_t nr, const uint8_t* ap, int64_t a_stride,
-                                           float* y, int64_t ldy) {
-  constexpr int64_t R = Kernel::kBlockRows;
-  int64_t r = 0;
-  for (; r + R <= nr; r += R)
-    Kernel::block(n_blocks, wp + r * w_stride, w_stride, ap, a_stride, y + r, ldy);
-  for (; r < nr; ++r)
-    Kernel::template tile<4, false>(n_blocks, wp + r * w_stride, ap, a_stride, y + r, ldy);
-}
-
-// rows_of_token_block for a kernel whose blocks take each row's per-group factors from
-// `factors` (Kernel::kFactorFloats floats per row and group, rows n_blocks groups apart),
-// computed once for every token tile by Kernel::row_factors.
-template <class Kernel>
-[[gnu::noinline]] void rows_of_token_block_with(int64_t n_blocks, const uint8_t* wp,
-                                                int64_t w_stride, int64_t nr, const float* factors,
-                                                const uint8_t* ap, int64_t a_stride, float* y,
-                                                int64_t ldy) {
+                                           float* y, int64_t ldy, const float* factors = nullptr) {
   constexpr int64_t R = Kernel::kBlockRows;
   int64_t r = 0;
   for (; r + R <= nr; r += R) {
-    Kernel::block_with(n_blocks, wp + r * w_stride, w_stride,
-                       factors + r * n_blocks * Kernel::kFactorFloats, ap, a_stride, y + r, ldy);
+    if constexpr (requires { Kernel::kFactorFloats; }) {
+      if (factors != nullptr) {
+        Kernel::block_with(n_blocks, wp + r * w_stride, w_stride,
+                           factors + r * n_blocks * Kernel::kFactorFloats, ap, a_stride, y + r,
+                           ldy);
+        continue;
+      }
+    }
+    Kernel::block(n_blocks, wp + r * w_stride, w_stride, ap, a_stride, y + r, ldy);
   }
   for (; r < nr; ++r)
     Kernel::template tile<4, false>(n_blocks, wp + r * w_stride, ap, a_stride, y + r, ldy);
@@ -108,6 +102,18 @@ inline void gemm_by_row_blocks(int64_t n_blocks, const void* w, int64_t w_stride
                                const void* a, int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const uint8_t*>(a);
+  // Every token tile over rows [r0, r0 + rows), the blocks with `factors` if given.
+  auto rows_by_token_tiles = [&](int64_t r0, int64_t rows, const float* factors) {
+    for_token_tiles(nt, [&]<int T>(int64_t t) {
+      if constexpr (T == 4) {
+        rows_of_token_block<Kernel>(n_blocks, wp + r0 * w_stride, w_stride, rows, ap + t * a_stride,
+                                    a_stride, y + t * ldy + r0, ldy, factors);
+      } else {
+        rows_of_token_tile<Kernel, T, true>(n_blocks, wp + r0 * w_stride, w_stride, rows,
+                                            ap + t * a_stride, a_stride, y + t * ldy + r0, ldy);
+      }
+    });
+  };
   if constexpr (requires { Kernel::kFactorFloats; }) {
     // Factors unpacked once per row and group for all token tiles, not once per tile: rows
     // in chunks whose factors fit the buffer (a matmul's L2 panel fits one chunk).
@@ -119,28 +125,12 @@ inline void gemm_by_row_blocks(int64_t n_blocks, const void* w, int64_t w_stride
       for (int64_t r0 = 0; r0 < nr; r0 += chunk) {
         const int64_t rows = std::min(chunk, nr - r0);
         Kernel::row_factors(n_blocks, wp + r0 * w_stride, w_stride, rows, factors);
-        for_token_tiles(nt, [&]<int T>(int64_t t) {
-          if constexpr (T == 4) {
-            rows_of_token_block_with<Kernel>(n_blocks, wp + r0 * w_stride, w_stride, rows, factors,
-                                             ap + t * a_stride, a_stride, y + t * ldy + r0, ldy);
-          } else {
-            rows_of_token_tile<Kernel, T, true>(n_blocks, wp + r0 * w_stride, w_stride, rows,
-                                                ap + t * a_stride, a_stride, y + t * ldy + r0, ldy);
-          }
-        });
+        rows_by_token_tiles(r0, rows, factors);
       }
       return;
     }
   }
-  for_token_tiles(nt, [&]<int T>(int64_t t) {
-    if constexpr (T == 4) {
-      rows_of_token_block<Kernel>(n_blocks, wp, w_stride, nr, ap + t * a_stride, a_stride,
-                                  y + t * ldy, ldy);
-    } else {
-      rows_of_token_tile<Kernel, T, true>(n_blocks, wp, w_stride, nr, ap + t * a_stride, a_stride,
-                                          y + t * ldy, ldy);
-    }
-  });
+  rows_by_token_tiles(0, nr, nullptr);
 }
 
 // A row kernel's vec_dot: one row, one token, no page kick.
