@@ -29,6 +29,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/roofline.h"
+#include "kernels/quant/blocks.h"
 #include "kernels/quant/traits.h"
 #include "tools/isa_env.h"
 
@@ -80,9 +81,14 @@ std::vector<uint8_t> random_weights(DType t, int64_t rows, int64_t cols) {
         put_half(blk, 0.01f * v, false);
         break;
       case DType::Q4_0_X16:  // 16 scales, then the quants
-      case DType::Q8_0_X16:
         for (int b = 0; b < 16; ++b) put_half(blk + 2 * b, 0.01f * v, false);
         break;
+      case DType::Q8_0_X16: {  // the scales before or after the quants (blocks.h)
+        auto* d =
+            strata::kernels::q8_0_x16_d(*reinterpret_cast<strata::kernels::BlockQ8_0x16*>(blk));
+        for (int b = 0; b < 16; ++b) put_half(reinterpret_cast<uint8_t*>(d + b), 0.01f * v, false);
+        break;
+      }
       case DType::Q4_K:
       case DType::Q4_K_X16:
         put_half(blk, 0.002f, false), put_half(blk + 2, 0.001f, false);

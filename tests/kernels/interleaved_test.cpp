@@ -92,6 +92,7 @@ uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
     auto& g = *reinterpret_cast<BlockQ5_1x16*>(row);
     return i == 0 ? &g.d[0] : &g.m[1];
   }
+  if (p.x16 == DType::Q8_0_X16) return q8_0_x16_d(*reinterpret_cast<BlockQ8_0x16*>(row)) + i;
   return reinterpret_cast<uint16_t*>(row) + i;
 }
 
@@ -146,7 +147,60 @@ TEST(Interleaved, RepackIsLossless) {
     std::vector<uint8_t> q(static_cast<size_t>(row_bytes(p.file, cols))), qx(q.size());
     reference_type_traits(p.file).from_float(f.data(), q.data(), cols);
     reference_type_traits(p.x16).from_float(f.data(), qx.data(), cols);
-    EXPECT_EQ(repacked(p, q, 1, cols), qx) << dtype_name(p.x16);
+    if (p.x16 == DType::Q8_0_X16) {
+      // Its bytes depend on the address (blocks.h), and these vectors may lie differently.
+      std::vector<float> from_q(static_cast<size_t>(cols)), from_qx(from_q.size());
+      reference_type_traits(p.x16).to_float(repacked(p, q, 1, cols).data(), from_q.data(), cols);
+      reference_type_traits(p.x16).to_float(qx.data(), from_qx.data(), cols);
+      EXPECT_EQ(from_q, from_qx);
+    } else {
+      EXPECT_EQ(repacked(p, q, 1, cols), qx) << dtype_name(p.x16);
+    }
+  }
+}
+
+// Q8_0_X16 at every 16-byte offset from a cache line: repacking stays lossless, the quants
+// of every group start on a line when the rows are 32-byte aligned (the layout's point),
+// and each level's kernels agree with the scalar model wherever the groups lie.
+TEST(Interleaved, Q8_0GroupsPutTheirQuantsOnCacheLines) {
+  Rng rng(11);
+  const Pair& p = kPairs[1];
+  ASSERT_EQ(p.x16, DType::Q8_0_X16);
+  const int64_t rows = 3, cols = 1536, wb = row_bytes(p.x16, cols);  // 3 groups a row
+  const auto file = test::random_weights(p.file, rows, cols, rng);
+  std::vector<float> want(static_cast<size_t>(rows * cols)), got(want.size());
+  reference_type_traits(p.file).to_float(file.data(), want.data(), rows * cols);
+  const auto x = test::normal_floats(rng, 5 * cols, 3.0f);
+  const auto a = activations(p.x16_act, x, 5, cols, reference_type_traits(p.x16_act));
+  const int64_t ab = row_bytes(p.x16_act, cols);
+  std::vector<uint8_t> storage(file.size() + 128);
+  for (const uintptr_t offset : {0, 16, 32, 48}) {
+    const uintptr_t base = reinterpret_cast<uintptr_t>(storage.data());
+    uint8_t* w = storage.data() + (64 - base % 64) % 64 + offset;
+    std::memcpy(w, file.data(), file.size());
+    repack_weight_rows(p.file, p.x16, w, rows, cols);
+    reference_type_traits(p.x16).to_float(w, got.data(), rows * cols);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << offset;
+    for (int64_t g = 0; g < rows * cols / kQKX16; ++g) {
+      const auto& group = reinterpret_cast<const BlockQ8_0x16*>(w)[g];
+      if (offset % 32 == 0) {
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(q8_0_x16_qs(group)) % 64, 0u) << offset << " " << g;
+      }
+    }
+    for (const KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512_vnni}) {
+      if (cpu_kernel_isa() < isa) continue;
+      const TypeTraits& fast = type_traits_for(isa, p.x16);
+      std::vector<float> y(static_cast<size_t>(rows * 5));
+      fast.gemm(cols, w, wb, rows, a.data(), ab, 5, y.data(), rows);
+      for (int64_t t = 0; t < 5; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const float model =
+              reference_type_traits(p.x16).vec_dot(cols, w + r * wb, a.data() + t * ab);
+          EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], model))
+              << kernel_isa_name(isa) << " offset " << offset << " at (" << r << ", " << t << ")";
+        }
+      }
+    }
   }
 }
 

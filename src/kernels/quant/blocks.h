@@ -159,15 +159,36 @@ struct BlockQ4_0x16 {
   uint8_t qs[kQKX16 / 2];
 };
 
-// Q8_0_X16:
+// Q8_0_X16 (544 bytes, accessed through q8_0_x16_d and q8_0_x16_qs):
 //   d[b]              fp16 scale of block b
 //   qs[64k + 4b + j]  element 4k+j of block b (k < 8, j < 4) plus 128, as an unsigned
 //                     byte (the xor with 0x80 that vpdpbusd's unsigned operand needs,
 //                     done once at load instead of per use).
+// Which of the two comes first depends on where the group lies: the quants start at the
+// group's first 64-byte boundary within its first 64 bytes (d first from 32 bytes past a
+// boundary, qs first at one), so with the tensor 32-byte aligned every quant vector is one
+// whole cache line for the AVX-512 kernels' 64-byte loads; a fixed order left every other
+// group's vectors straddling two lines (544 is 32 mod 64). The layout is thus tied to the
+// address: a repacked tensor is written in place and never moved (a copy by an odd
+// multiple of 32 bytes would read as another layout).
 struct BlockQ8_0x16 {
-  uint16_t d[kX16Blocks];
-  uint8_t qs[kQKX16];
+  uint16_t words[kX16Blocks + kQKX16 / 2];
 };
+inline bool q8_0_x16_quants_first(const BlockQ8_0x16& g) {
+  return reinterpret_cast<uintptr_t>(&g) % 64 < 32;
+}
+inline const uint16_t* q8_0_x16_d(const BlockQ8_0x16& g) {
+  return g.words + (q8_0_x16_quants_first(g) ? kQKX16 / 2 : 0);
+}
+inline uint16_t* q8_0_x16_d(BlockQ8_0x16& g) {
+  return g.words + (q8_0_x16_quants_first(g) ? kQKX16 / 2 : 0);
+}
+inline const uint8_t* q8_0_x16_qs(const BlockQ8_0x16& g) {
+  return reinterpret_cast<const uint8_t*>(g.words + (q8_0_x16_quants_first(g) ? 0 : kX16Blocks));
+}
+inline uint8_t* q8_0_x16_qs(BlockQ8_0x16& g) {
+  return reinterpret_cast<uint8_t*>(g.words + (q8_0_x16_quants_first(g) ? 0 : kX16Blocks));
+}
 
 // The other 32-element file types in Q4_0_X16's lane order (AVX-512 VNNI only): 16
 // consecutive blocks, int32 lane b = block b, and quant vector k (k < 8) holds elements

@@ -74,9 +74,10 @@ struct Q8x16 {
   // The signed quants (stored plus 128).
   static void load(const Group& g, int h, HalfWeights& w) {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    const uint8_t* qs = q8_0_x16_qs(g);
 #pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) w.q[k] = _mm256_xor_si256(load32(g.qs + 64 * k + 32 * h), flip);
-    w.d = half_scales(g.d + kHalfBlocks * h);
+    for (int k = 0; k < 8; ++k) w.q[k] = _mm256_xor_si256(load32(qs + 64 * k + 32 * h), flip);
+    w.d = half_scales(q8_0_x16_d(g) + kHalfBlocks * h);
   }
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
     const __m256i ones = _mm256_set1_epi16(1);

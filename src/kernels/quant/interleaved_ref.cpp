@@ -51,18 +51,17 @@ DType repacked_weight_type(DType type, int64_t cols) {
 
 namespace {
 
-// Rewrites each run of 16 blocks in place as one group (same size).
+// Rewrites each run of 16 blocks in place as one group (same size), arranged at its final
+// address (Q8_0_X16's layout depends on it).
 template <class Block, class Group, void (*arrange)(const Block*, Group*), int kBlocks = kX16Blocks>
 void repack_groups(void* data, int64_t n_groups) {
   static_assert(sizeof(Group) == kBlocks * sizeof(Block));
   auto* p = static_cast<uint8_t*>(data);
   Block blocks[kBlocks];
-  Group out;
   for (int64_t i = 0; i < n_groups; ++i) {
     uint8_t* group = p + i * static_cast<int64_t>(sizeof(Group));
     std::memcpy(blocks, group, sizeof(blocks));
-    arrange(blocks, &out);
-    std::memcpy(group, &out, sizeof(out));
+    arrange(blocks, reinterpret_cast<Group*>(group));
   }
 }
 
@@ -128,20 +127,24 @@ void unarrange_q4_0_x16(const BlockQ4_0x16& src, BlockQ4_0* dst) {
 }
 
 void arrange_q8_0_x16(const BlockQ8_0* src, BlockQ8_0x16* dst) {
+  uint16_t* d = q8_0_x16_d(*dst);
+  uint8_t* qs = q8_0_x16_qs(*dst);
   for (int b = 0; b < kX16Blocks; ++b) {
-    dst->d[b] = src[b].d;
+    d[b] = src[b].d;
     for (int i = 0; i < kQK8_0; ++i) {
-      dst->qs[64 * (i / 4) + 4 * b + i % 4] =
+      qs[64 * (i / 4) + 4 * b + i % 4] =
           static_cast<uint8_t>(static_cast<uint8_t>(src[b].qs[i]) ^ 0x80);
     }
   }
 }
 
 void unarrange_q8_0_x16(const BlockQ8_0x16& src, BlockQ8_0* dst) {
+  const uint16_t* d = q8_0_x16_d(src);
+  const uint8_t* qs = q8_0_x16_qs(src);
   for (int b = 0; b < kX16Blocks; ++b) {
-    dst[b].d = src.d[b];
+    dst[b].d = d[b];
     for (int i = 0; i < kQK8_0; ++i) {
-      dst[b].qs[i] = static_cast<int8_t>(src.qs[64 * (i / 4) + 4 * b + i % 4] ^ 0x80);
+      dst[b].qs[i] = static_cast<int8_t>(qs[64 * (i / 4) + 4 * b + i % 4] ^ 0x80);
     }
   }
 }
@@ -272,6 +275,10 @@ template <class Group>
 const uint16_t* group_scales(const void* w, int64_t g) {
   return static_cast<const Group*>(w)[g].d;
 }
+template <>
+const uint16_t* group_scales<BlockQ8_0x16>(const void* w, int64_t g) {
+  return q8_0_x16_d(static_cast<const BlockQ8_0x16*>(w)[g]);
+}
 
 }  // namespace
 
@@ -296,9 +303,9 @@ float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
   const auto* ag = static_cast<const BlockQ8_0x16A*>(a);
   return reduce_groups(n / kQKX16, group_scales<BlockQ8_0x16>, w, ag, [&](int64_t g, int b) {
     int32_t lane = -128 * ag[g].sum[b];  // quants stored unsigned: q + 128
+    const uint8_t* qs = q8_0_x16_qs(wg[g]);
     for (int k = 0; k < 8; ++k) {
-      for (int j = 0; j < 4; ++j)
-        lane += wg[g].qs[64 * k + 4 * b + j] * ag[g].qs[64 * k + 4 * b + j];
+      for (int j = 0; j < 4; ++j) lane += qs[64 * k + 4 * b + j] * ag[g].qs[64 * k + 4 * b + j];
     }
     return lane;
   });

@@ -42,12 +42,13 @@ struct GroupWeights {
   __m512 m;  // kHasMin layouts only
 };
 
-// 64 bytes as two 32-byte halves: groups are 288 (Q4_0) or 544 (Q8_0) bytes, so with
-// 64-byte loads half the groups' vectors straddle two cache lines, and from DRAM that
-// halved a thread's GEMV speed (13 vs 27 GB/s, kernels_matmul_bench matmul_dram). With
-// the tensor data 32-byte aligned (GGUF's default alignment; files may choose less) and
-// every group size and quant offset a multiple of 32, the halves never straddle; otherwise
-// they are still correct (unaligned loads), only slower.
+// 64 bytes as two 32-byte halves, for the GEMVs of the nibble layouts: groups of 288
+// bytes (Q4_0) put half the groups' vectors across two cache lines, and from DRAM 64-byte
+// loads that straddle halved a thread's GEMV speed (13 vs 27 GB/s, kernels_matmul_bench
+// matmul_dram). With the tensor data 32-byte aligned (GGUF's default alignment; files may
+// choose less) and every group size and quant offset a multiple of 32, the halves never
+// straddle; otherwise they are still correct (unaligned loads), only slower. (Q8_0_X16
+// instead places its quants on a line, blocks.h.)
 inline __m512i load64(const uint8_t* p) {
   const auto* h = reinterpret_cast<const __m256i*>(p);
   return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(h)),
