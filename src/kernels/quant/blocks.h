@@ -164,30 +164,31 @@ struct BlockQ4_0x16 {
 //   qs[64k + 4b + j]  element 4k+j of block b (k < 8, j < 4) plus 128, as an unsigned
 //                     byte (the xor with 0x80 that vpdpbusd's unsigned operand needs,
 //                     done once at load instead of per use).
-// Which of the two comes first depends on where the group lies: the quants start at the
-// group's first 64-byte boundary within its first 64 bytes (d first from 32 bytes past a
-// boundary, qs first at one), so with the tensor 32-byte aligned every quant vector is one
-// whole cache line for the AVX-512 kernels' 64-byte loads; a fixed order left every other
-// group's vectors straddling two lines (544 is 32 mod 64). The layout is thus tied to the
-// address: a repacked tensor is written in place and never moved (a copy by an odd
-// multiple of 32 bytes would read as another layout).
+// Which of the two comes first depends on where the group lies: d first when the group
+// starts 32 bytes or more past a 64-byte boundary (bit 5 of its address set), qs first
+// otherwise, so with the tensor 32-byte aligned every quant vector is one whole cache line
+// for the AVX-512 kernels' 64-byte loads; a fixed order left every other group's vectors
+// straddling two lines (544 is 32 mod 64). The layout is thus tied to the address: a
+// repacked tensor is written in place and never moved (a copy by an odd multiple of 32
+// bytes would read as another layout).
 struct BlockQ8_0x16 {
   uint16_t words[kX16Blocks + kQKX16 / 2];
 };
-inline bool q8_0_x16_quants_first(const BlockQ8_0x16& g) {
-  return reinterpret_cast<uintptr_t>(&g) % 64 < 32;
+// 32 if the group starts 32 or more bytes past a line (its scales come first), else 0.
+inline uintptr_t q8_0_x16_scales_first(const BlockQ8_0x16& g) {
+  return reinterpret_cast<uintptr_t>(&g) & 32;
 }
 inline const uint16_t* q8_0_x16_d(const BlockQ8_0x16& g) {
-  return g.words + (q8_0_x16_quants_first(g) ? kQKX16 / 2 : 0);
+  return g.words + kQKX16 / 2 - 8 * q8_0_x16_scales_first(g);
 }
 inline uint16_t* q8_0_x16_d(BlockQ8_0x16& g) {
-  return g.words + (q8_0_x16_quants_first(g) ? kQKX16 / 2 : 0);
+  return g.words + kQKX16 / 2 - 8 * q8_0_x16_scales_first(g);
 }
 inline const uint8_t* q8_0_x16_qs(const BlockQ8_0x16& g) {
-  return reinterpret_cast<const uint8_t*>(g.words + (q8_0_x16_quants_first(g) ? 0 : kX16Blocks));
+  return reinterpret_cast<const uint8_t*>(g.words) + q8_0_x16_scales_first(g);
 }
 inline uint8_t* q8_0_x16_qs(BlockQ8_0x16& g) {
-  return reinterpret_cast<uint8_t*>(g.words + (q8_0_x16_quants_first(g) ? 0 : kX16Blocks));
+  return reinterpret_cast<uint8_t*>(g.words) + q8_0_x16_scales_first(g);
 }
 
 // The other 32-element file types in Q4_0_X16's lane order (AVX-512 VNNI only): 16
