@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "core/prefetch.h"
+#include "kernels/cpu/ops.h"
 #include "kv/kv_quant.h"
 #include "kv/tile_layout.h"
 
@@ -333,8 +334,7 @@ void AttentionPass::run_item(int64_t item, int tid) const {
     for (int64_t r = 0; r < nr; ++r) {
       float* o = out + (t0 + i) * q_row + (g * n_rep + r0 + r) * hd;
       const int64_t row = i * nr + r;
-      const float inv = 1.0f / sum[row];
-      for (int64_t d = 0; d < hd; ++d) o[d] = acc[row * hd + d] * inv;
+      kernels::scale(o, acc + row * hd, 1.0f / sum[row], hd);
     }
   }
 }

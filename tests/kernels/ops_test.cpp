@@ -93,6 +93,28 @@ TEST(Ops, Avx2RmsnormMatchesReferenceAndMayAlias) {
   }
 }
 
+// One float operation per element: the same bits as the reference, with and without a
+// SIMD tail, and scale in place.
+TEST(Ops, Avx2AddAndScaleMatchReferenceBitForBit) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
+  Rng rng(9);
+  for (const int64_t n : {1, 7, 8, 9, 64, 2053}) {
+    const auto x = test::normal_floats(rng, n, 3.0f), y = test::normal_floats(rng, n, 5.0f);
+    std::vector<float> want = x, got = x;
+    ref::add(want.data(), y.data(), n);
+    avx2::add(got.data(), y.data(), n);
+    ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << n;
+    EXPECT_EQ(want[0], x[0] + y[0]);
+    std::vector<float> scaled(want.size()), in_place = x;
+    ref::scale(want.data(), x.data(), 0.37f, n);
+    avx2::scale(scaled.data(), x.data(), 0.37f, n);
+    avx2::scale(in_place.data(), in_place.data(), 0.37f, n);
+    ASSERT_EQ(0, std::memcmp(want.data(), scaled.data(), want.size() * sizeof(float))) << n;
+    ASSERT_EQ(0, std::memcmp(want.data(), in_place.data(), want.size() * sizeof(float))) << n;
+    EXPECT_EQ(want[n - 1], x[static_cast<size_t>(n - 1)] * 0.37f);
+  }
+}
+
 // Both layouts, whole and partial rotations, with and without a SIMD tail: the same bits.
 TEST(Ops, Avx2RopeMatchesReferenceBitForBit) {
   if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";

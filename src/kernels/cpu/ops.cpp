@@ -29,7 +29,23 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const fl
                      : ref::rope(x, n_heads, head_dim, rot_dim, cos, sin, neox);
 }
 
+void add(float* x, const float* y, int64_t n) {
+  cpu_has_avx2_fma() ? avx2::add(x, y, n) : ref::add(x, y, n);
+}
+
+void scale(float* out, const float* in, float s, int64_t n) {
+  cpu_has_avx2_fma() ? avx2::scale(out, in, s, n) : ref::scale(out, in, s, n);
+}
+
 namespace ref {
+
+void add(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void scale(float* out, const float* in, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i] * s;
+}
 
 void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float eps) {
   // Accumulate in double: the norm of a 8K-wide row summed in float drifts measurably.

@@ -122,4 +122,18 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const fl
   }
 }
 
+void add(float* x, const float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) x[i] += y[i];
+}
+
+void scale(float* out, const float* in, float s, int64_t n) {
+  const __m256 vs = _mm256_set1_ps(s);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(in + i), vs));
+  for (; i < n; ++i) out[i] = in[i] * s;
+}
+
 }  // namespace strata::kernels::avx2
