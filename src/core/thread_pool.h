@@ -58,11 +58,14 @@ class ThreadPool {
   // unclaimed part (while that holds two items or more) and goes on with it as its own.
   // Each thread's items stay one long run, split only a few times near the end (decode's
   // weight streams keep the hardware prefetchers going). Claims shrink to a quarter of
-  // what is left of the range, down to one item, once fewer than 4 claims are left, so
-  // threads finish within about one item of each other: with whole claims to the end,
-  // one thread waited for the other's last claim (a decode matmul's threads ended 0.9 us
-  // apart, with 32 KiB claims). fn(begin, end) may be called several times on one thread;
-  // which thread gets which range varies from run to run.
+  // what is left of the range once fewer than 4 claims are left, down to a quarter claim
+  // (at least one item), so threads finish within about that of each other: with whole
+  // claims to the end, one thread waited for the other's last claim (a decode matmul's
+  // threads ended 0.9 us apart, with 32 KiB claims); with claims down to one item, a
+  // prefill matmul's last claims were row panels of 4-16 rows, each passing every token's
+  // activations for a few rows (a 64-row floor: pp512 Q8_0 +1.7%). fn(begin, end) may be
+  // called several times on one thread; which thread gets which range varies from run to
+  // run.
   template <class Fn>
   void parallel_for_stealing(int64_t n, int64_t claim, Fn&& fn) {
     parallel_for_stealing(
@@ -126,14 +129,16 @@ class ThreadPool {
       return static_cast<uint64_t>(b) << 32 | static_cast<uint64_t>(e);
     }
     void set(int64_t b, int64_t e) { word.store(pack(b, e), std::memory_order_relaxed); }
-    // Takes [b, b + k) off the front, k = step, or a quarter of what is left (at least
-    // one item) once that is under 4 steps; false if the range is empty.
+    // Takes [b, b + k) off the front, k = step, or a quarter of what is left (at least a
+    // quarter step and one item, at most what is left) once that is under 4 steps; false
+    // if the range is empty.
     bool claim_front(int64_t step, int64_t& b, int64_t& e) {
       uint64_t w = word.load(std::memory_order_relaxed);
+      const int64_t floor = std::max<int64_t>(1, step / 4);
       for (;;) {
         const auto rb = static_cast<int64_t>(w >> 32), re = static_cast<int64_t>(w & 0xffffffffu);
         if (rb >= re) return false;
-        const int64_t nb = rb + std::clamp<int64_t>((re - rb) / 4, 1, step);
+        const int64_t nb = std::min(re, rb + std::clamp<int64_t>((re - rb) / 4, floor, step));
         if (word.compare_exchange_weak(w, pack(nb, re), std::memory_order_relaxed)) {
           b = rb;
           e = nb;

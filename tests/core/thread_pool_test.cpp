@@ -98,19 +98,26 @@ TEST(ThreadPool, StealingStartHookSeesEachInitialRangeFirst) {
 }
 
 // Claims keep their size while 4 or more are left in the range, then shrink to a quarter
-// of what is left, down to one item (one thread: nothing is stolen, so the calls show it).
+// of what is left, down to a quarter claim, the last taking what is left (one thread:
+// nothing is stolen, so the calls show it); claims of 1-3 items shrink down to one.
 TEST(ThreadPool, StealingClaimsShrinkAtTheEndOfARange) {
   ThreadPool pool(1);
   std::vector<int64_t> sizes;
   pool.parallel_for_stealing(1000, 100, [&](int64_t b, int64_t e) { sizes.push_back(e - b); });
   ASSERT_GE(sizes.size(), 8u);
   for (size_t i = 0; i < 7; ++i) EXPECT_EQ(sizes[i], 100) << i;  // 1000 .. 400 left
-  for (size_t i = 1; i < sizes.size(); ++i) EXPECT_LE(sizes[i], sizes[i - 1]) << i;
+  for (size_t i = 1; i + 1 < sizes.size(); ++i) EXPECT_LE(sizes[i], sizes[i - 1]) << i;
   EXPECT_EQ(sizes[7], 75);  // a quarter of 300
-  EXPECT_EQ(sizes.back(), 1);
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) EXPECT_GE(sizes[i], 25) << i;
+  EXPECT_LE(sizes.back(), 25);
+  EXPECT_EQ(sizes.back(), 21);  // 225 left: 56, 42, 31, 25, 25, 25, then 21
   int64_t total = 0;
   for (int64_t s : sizes) total += s;
   EXPECT_EQ(total, 1000);
+
+  std::vector<int64_t> small;
+  pool.parallel_for_stealing(20, 3, [&](int64_t b, int64_t e) { small.push_back(e - b); });
+  EXPECT_EQ(small.back(), 1);
 }
 
 // A thread that is held up leaves its range to the others: while the thread that claimed
