@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -112,6 +113,29 @@ std::vector<uint8_t> activations(DType t, const std::vector<float>& x, int64_t n
   return a;
 }
 
+// A level's gemm of `rows` weight rows (wb bytes apart) by n_tokens activation rows (ab
+// bytes apart), and each row's vec_dot, against the scalar model, output by output;
+// `where` names the case in failure messages.
+void expect_outputs_match_scalar_model(KernelIsa isa, DType type, const uint8_t* w, int64_t wb,
+                                       int64_t rows, int64_t cols, const uint8_t* a, int64_t ab,
+                                       int64_t n_tokens, const std::string& where) {
+  const TypeTraits& ref = reference_type_traits(type);
+  const TypeTraits& fast = type_traits_for(isa, type);
+  std::vector<float> y(static_cast<size_t>(rows * n_tokens));
+  fast.gemm(cols, w, wb, rows, a, ab, n_tokens, y.data(), rows);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float want = ref.vec_dot(cols, w + r * wb, a + t * ab);
+      EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
+          << kernel_isa_name(isa) << " " << dtype_name(type) << " " << where << " at (" << r << ", "
+          << t << "): " << y[static_cast<size_t>(t * rows + r)] << " vs " << want;
+      EXPECT_TRUE(same_float(fast.vec_dot(cols, w + r * wb, a + t * ab), want))
+          << kernel_isa_name(isa) << " " << dtype_name(type) << " " << where << " vec_dot at (" << r
+          << ", " << t << ")";
+    }
+  }
+}
+
 TEST(Interleaved, LayoutsHaveTheSizeOfWhatTheyReplace) {
   EXPECT_EQ(row_bytes(DType::Q4_0_X16, 2048), row_bytes(DType::Q4_0, 2048));
   EXPECT_EQ(row_bytes(DType::Q8_0_X16, 2048), row_bytes(DType::Q8_0, 2048));
@@ -189,17 +213,8 @@ TEST(Interleaved, Q8_0GroupsPutTheirQuantsOnCacheLines) {
     }
     for (const KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512_vnni}) {
       if (cpu_kernel_isa() < isa) continue;
-      const TypeTraits& fast = type_traits_for(isa, p.x16);
-      std::vector<float> y(static_cast<size_t>(rows * 5));
-      fast.gemm(cols, w, wb, rows, a.data(), ab, 5, y.data(), rows);
-      for (int64_t t = 0; t < 5; ++t) {
-        for (int64_t r = 0; r < rows; ++r) {
-          const float model =
-              reference_type_traits(p.x16).vec_dot(cols, w + r * wb, a.data() + t * ab);
-          EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], model))
-              << kernel_isa_name(isa) << " offset " << offset << " at (" << r << ", " << t << ")";
-        }
-      }
+      expect_outputs_match_scalar_model(isa, p.x16, w, wb, rows, cols, a.data(), ab, 5,
+                                        "offset " + std::to_string(offset));
     }
   }
 }
@@ -459,8 +474,6 @@ TEST(Interleaved, ScalarModelsMatchFileLayoutsUpToRounding) {
 // an infinity among its scales.
 void expect_gemm_matches_scalar_model(KernelIsa isa, const Pair& p, int64_t rows, int64_t cols,
                                       int64_t n_tokens, Rng& rng) {
-  const TypeTraits& ref = reference_type_traits(p.x16);
-  const TypeTraits& fast = type_traits_for(isa, p.x16);
   auto w = repacked(p, test::random_weights(p.file, rows, cols, rng), rows, cols);
   const int64_t wb = row_bytes(p.x16, cols);
   if (rows == 5) {
@@ -470,18 +483,10 @@ void expect_gemm_matches_scalar_model(KernelIsa isa, const Pair& p, int64_t rows
   const auto x = test::normal_floats(rng, n_tokens * cols, 3.0f);
   const auto a = activations(p.x16_act, x, n_tokens, cols, reference_type_traits(p.x16_act));
   const int64_t ab = row_bytes(p.x16_act, cols);
-  std::vector<float> y(static_cast<size_t>(rows * n_tokens));
-  fast.gemm(cols, w.data(), wb, rows, a.data(), ab, n_tokens, y.data(), rows);
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const float want = ref.vec_dot(cols, w.data() + r * wb, a.data() + t * ab);
-      EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
-          << kernel_isa_name(isa) << " " << dtype_name(p.x16) << " cols " << cols << " rows "
-          << rows << " tokens " << n_tokens << " at (" << r << ", " << t
-          << "): " << y[static_cast<size_t>(t * rows + r)] << " vs " << want;
-      EXPECT_TRUE(same_float(fast.vec_dot(cols, w.data() + r * wb, a.data() + t * ab), want));
-    }
-  }
+  expect_outputs_match_scalar_model(isa, p.x16, w.data(), wb, rows, cols, a.data(), ab, n_tokens,
+                                    "cols " + std::to_string(cols) + " rows " +
+                                        std::to_string(rows) + " tokens " +
+                                        std::to_string(n_tokens));
 }
 
 // Every output of a level's kernels against the scalar model, for every tile shape: with
@@ -522,8 +527,6 @@ void expect_extremes_match_scalar_models(KernelIsa isa) {
   Rng rng(5);
   for (const DType type : {DType::Q6_K_X16, DType::Q4_K_X16, DType::Q5_K_X16, DType::Q2_K_X16}) {
     if (isa < KernelIsa::avx512_vnni && avx512_only(type)) continue;
-    const TypeTraits& ref = reference_type_traits(type);
-    const TypeTraits& fast = type_traits_for(isa, type);
     const int64_t wb = row_bytes(type, cols);
     // Row 0: quants 0, row 1: the largest; scales at their largest (or most negative).
     for (const int scale_byte : {0x80, 0x7f, 0xff, -1}) {  // -1: random bytes
@@ -562,17 +565,9 @@ void expect_extremes_match_scalar_models(KernelIsa isa) {
           }
         }
       }
-      std::vector<float> y(static_cast<size_t>(rows * n_tokens));
-      fast.gemm(cols, w.data(), wb, rows, a.data(), ab_bytes, n_tokens, y.data(), rows);
-      for (int64_t t = 0; t < n_tokens; ++t) {
-        for (int64_t r = 0; r < rows; ++r) {
-          const float want = ref.vec_dot(cols, w.data() + r * wb, a.data() + t * nb);
-          EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
-              << kernel_isa_name(isa) << " " << dtype_name(type) << " scale byte " << scale_byte
-              << " at (" << r << ", " << t << "): " << y[static_cast<size_t>(t * rows + r)]
-              << " vs " << want;
-        }
-      }
+      expect_outputs_match_scalar_model(isa, type, w.data(), wb, rows, cols,
+                                        reinterpret_cast<const uint8_t*>(a.data()), ab_bytes,
+                                        n_tokens, "scale byte " + std::to_string(scale_byte));
     }
   }
 }
