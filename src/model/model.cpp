@@ -386,19 +386,17 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
 }
 
 // RMSNorm of the residual stream x_ (weights `norm`) into xb_, then the matmuls of xb_.
-// The norm is their prepare step, inside their pool job for one token on several threads
-// (kernels::MatmulHooks), so it is inside the caller's matmul span.
+// The norm is their row preparation (kernels::MatmulHooks::prepare_rows): each token's row
+// is normed just before it is converted, inside the matmul's pool job and span.
 void Model::norm_then_matmul(const float* norm, std::span<const kernels::MatmulJob> jobs, int64_t T,
                              ThreadPool& pool) {
   const auto& c = config_;
-  auto rmsnorm = [&] {
-    for_token_ranges(pool, T, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t)
-        kernels::rmsnorm(x_.data() + t * c.dim, norm, xb_.data() + t * c.dim, c.dim, c.rms_eps);
-    });
+  auto rmsnorm = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      kernels::rmsnorm(x_.data() + t * c.dim, norm, xb_.data() + t * c.dim, c.dim, c.rms_eps);
   };
   kernels::MatmulHooks hooks;
-  kernels::set_prepare(hooks, rmsnorm);
+  kernels::set_prepare_rows(hooks, rmsnorm);
   kernels::matmul_shared_input(jobs, c.dim, xb_.data(), T, pool, matmul_scratch_, hooks);
   if (observer_)
     for (const auto& j : jobs) observer_->observe(j.w, xb_.data(), T, c.dim);
@@ -431,22 +429,14 @@ void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
   const kernels::MatmulJob gate_up[] = {{L.w_gate.type, L.w_gate.data, L.w_gate.rows, gate_.data()},
                                         {L.w_up.type, L.w_up.data, L.w_up.rows, up_.data()}};
   norm_then_matmul(L.ffn_norm.data(), gate_up, T, pool);
-  // Elementwise, so splitting it across threads cannot change a value. Prefill spends
-  // seconds here for long prompts (512 x 5632 expf per layer at llama-1b). Decode runs it
-  // as the down projection's prepare step.
-  auto swiglu = [&] {
-    for_token_ranges(pool, T, [&](int64_t t0, int64_t t1) {
-      kernels::swiglu(gate_.data() + t0 * c.ffn_dim, up_.data() + t0 * c.ffn_dim,
-                      (t1 - t0) * c.ffn_dim);
-    });
+  // The down projection's row preparation (elementwise, so which thread runs a row cannot
+  // change a value): each token's row just before it is converted.
+  auto swiglu = [&](int64_t t0, int64_t t1) {
+    kernels::swiglu(gate_.data() + t0 * c.ffn_dim, up_.data() + t0 * c.ffn_dim,
+                    (t1 - t0) * c.ffn_dim);
   };
   kernels::MatmulHooks down_hooks;
-  if (T == 1) {
-    kernels::set_prepare(down_hooks, swiglu);
-  } else {
-    span.next("swiglu");
-    swiglu();
-  }
+  kernels::set_prepare_rows(down_hooks, swiglu);
   span.next("down_matmul");
   matmul(L.w_down, gate_.data(), T, xb_.data(), pool, down_hooks);
   span.end();

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -184,6 +187,62 @@ TEST(Matmul, PrepareHookRunsOnceBeforeTheInputIsRead) {
       for (size_t i = 0; i < ms.size(); ++i) {
         EXPECT_EQ(expected[i], got[i])
             << "matrix " << i << ", " << n_tokens << " tokens, " << pool->size() << " threads";
+      }
+    }
+  }
+}
+
+// The prepare_rows hook prepares every row exactly once, after prepare and before the row
+// is read (converted, or read as floats by an F16 matrix), on any thread; the outputs are
+// those of preparing the input first. With no rows to compute it still prepares them all.
+TEST(Matmul, PrepareRowsHookPreparesEveryRowOnceBeforeItIsRead) {
+  const int64_t cols = 1024;
+  Rng rng(92);
+  std::vector<std::pair<DType, std::vector<uint8_t>>> ms;
+  for (DType t : {DType::Q4_0, DType::Q8_0, DType::F16}) {
+    std::vector<uint8_t> w = test::random_weights(t, 45, cols, rng);
+    const DType x16 = repacked_weight_type(t, cols);
+    if (x16 != t) repack_weight_rows(t, x16, w.data(), 45, cols);
+    ms.emplace_back(x16, std::move(w));
+  }
+  ThreadPool one(1), two(2), three(3);
+  for (const int64_t n_tokens : {1, 3, 17}) {
+    const std::vector<float> source = test::normal_floats(rng, n_tokens * cols);
+    for (ThreadPool* pool : {&one, &two, &three}) {
+      for (const int64_t rows : {int64_t{45}, int64_t{0}}) {
+        std::vector<uint8_t> scratch;
+        std::vector<std::vector<float>> expected, got;
+        std::vector<MatmulJob> jobs;
+        for (auto& [t, w] : ms) {
+          expected.emplace_back(static_cast<size_t>(rows * n_tokens));
+          got.emplace_back(static_cast<size_t>(rows * n_tokens), -1.0f);
+          matmul(t, w.data(), rows, cols, source.data(), n_tokens, expected.back().data(), *pool,
+                 scratch);
+        }
+        for (size_t i = 0; i < ms.size(); ++i)
+          jobs.push_back({ms[i].first, ms[i].second.data(), rows, got[i].data()});
+        std::vector<float> x(source.size(), std::nanf(""));  // written only by prepare_rows
+        std::vector<std::atomic<int>> calls(static_cast<size_t>(n_tokens));
+        std::atomic<bool> prepared{false}, early{false};
+        auto prepare = [&] { prepared = true; };
+        auto prepare_rows = [&](int64_t t0, int64_t t1) {
+          if (!prepared) early = true;
+          for (int64_t t = t0; t < t1; ++t) {
+            ++calls[static_cast<size_t>(t)];
+            std::copy_n(source.begin() + t * cols, cols, x.begin() + t * cols);
+          }
+        };
+        MatmulHooks hooks;
+        set_prepare(hooks, prepare);
+        set_prepare_rows(hooks, prepare_rows);
+        std::vector<uint8_t> fresh_scratch;
+        matmul_shared_input(jobs, cols, x.data(), n_tokens, *pool, fresh_scratch, hooks);
+        const std::string where = std::to_string(n_tokens) + " tokens, " + std::to_string(rows) +
+                                  " rows, " + std::to_string(pool->size()) + " threads";
+        EXPECT_FALSE(early) << where;
+        for (const auto& c : calls) EXPECT_EQ(c, 1) << where;
+        for (size_t i = 0; i < ms.size(); ++i)
+          EXPECT_EQ(expected[i], got[i]) << "matrix " << i << ", " << where;
       }
     }
   }

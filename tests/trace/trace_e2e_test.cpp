@@ -24,7 +24,7 @@ std::string trace_text(const Tracer& t) {
 
 // Every forward span holds one embedding, n_layers layers (in order, each with one of
 // every per-layer op), a final norm and the classifier.
-// The norms run inside the next matmul's span, and so does a decode step's SwiGLU.
+// The norms and the SwiGLU run inside the next matmul's span (its row preparation).
 void expect_forward_structure(const testing::ParsedTrace& t, int64_t n_layers) {
   const auto forwards = t.named("forward");
   ASSERT_FALSE(forwards.empty());
@@ -32,9 +32,8 @@ void expect_forward_structure(const testing::ParsedTrace& t, int64_t n_layers) {
     const auto& fs = t.spans[static_cast<size_t>(f)];
     EXPECT_EQ(fs.tid, kTraceForward);
     EXPECT_GE(fs.args.value("n_tokens", 0), 1);
-    std::vector<const char*> ops = {"qkv_matmul", "rope",           "write_kv",   "attention",
-                                    "out_matmul", "gate_up_matmul", "down_matmul"};
-    if (fs.args.value("n_tokens", 0) > 1) ops.push_back("swiglu");
+    const std::vector<const char*> ops = {"qkv_matmul", "rope",           "write_kv",   "attention",
+                                          "out_matmul", "gate_up_matmul", "down_matmul"};
     EXPECT_EQ(t.count_children(f, "layer"), n_layers);
     for (const char* op : {"embedding", "final_norm", "lm_head"})
       EXPECT_EQ(t.count_children(f, op), 1) << op;

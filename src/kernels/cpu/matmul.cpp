@@ -158,6 +158,8 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
   }
   if (n_groups == 0) {
     if (hooks.prepare != nullptr) hooks.prepare(hooks.prepare_ctx);
+    if (hooks.prepare_rows != nullptr && n_tokens > 0)
+      hooks.prepare_rows(hooks.prepare_rows_ctx, 0, n_tokens);
     return;
   }
 
@@ -173,13 +175,23 @@ void matmul_shared_input(std::span<const MatmulJob> jobs, int64_t cols, const fl
   if (scratch.size() < need + 64) scratch.resize(need + 64);
   const size_t base = (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
   for (size_t i = 0; i < n_act; ++i) offset[i] += base;
+  // Rows [t0, t1): each prepared (hooks.prepare_rows) and then converted to every input
+  // type while it is in L1.
+  using FromFloat = void (*)(const float* src, void* dst, int64_t n);
+  FromFloat from_float[kMaxJobs] = {};
+  int64_t act_bytes[kMaxJobs] = {};
+  for (size_t i = 0; i < n_act; ++i) {
+    if (act_types[i] == DType::F32) continue;
+    from_float[i] = type_traits(act_types[i]).from_float;
+    act_bytes[i] = row_bytes(act_types[i], cols);
+  }
   auto convert = [&](int64_t t0, int64_t t1) {
-    for (size_t i = 0; i < n_act; ++i) {
-      if (act_types[i] == DType::F32) continue;
-      const int64_t bytes = row_bytes(act_types[i], cols);
-      const auto from_float = type_traits(act_types[i]).from_float;
-      uint8_t* act = scratch.data() + offset[i];
-      for (int64_t t = t0; t < t1; ++t) from_float(x + t * cols, act + t * bytes, cols);
+    for (int64_t t = t0; t < t1; ++t) {
+      if (hooks.prepare_rows != nullptr) hooks.prepare_rows(hooks.prepare_rows_ctx, t, t + 1);
+      for (size_t i = 0; i < n_act; ++i) {
+        if (from_float[i] != nullptr)
+          from_float[i](x + t * cols, scratch.data() + offset[i] + t * act_bytes[i], cols);
+      }
     }
   };
   for (size_t j = 0; j < jobs.size(); ++j) {

@@ -19,6 +19,13 @@ struct MatmulHooks {
   // their weights. It must not throw.
   void (*prepare)(void* ctx) = nullptr;
   void* prepare_ctx = nullptr;
+  // prepare_rows(prepare_rows_ctx, t0, t1) writes rows [t0, t1) of x (say, the RMSNorm of
+  // those tokens). Each row is prepared once, after `prepare`, by the thread that converts
+  // it to the kernels' input type, just before converting it: the row is read back from
+  // L1 instead of from a separate pass over the whole batch (and its pool dispatch). It
+  // must not throw, and rows may be prepared concurrently.
+  void (*prepare_rows)(void* ctx, int64_t t0, int64_t t1) = nullptr;
+  void* prepare_rows_ctx = nullptr;
 };
 
 // The prepare hook from a callable fn(), which must outlive the matmul.
@@ -26,6 +33,15 @@ template <class Prepare>
 void set_prepare(MatmulHooks& h, Prepare& fn) {
   h.prepare = [](void* ctx) { (*static_cast<Prepare*>(ctx))(); };
   h.prepare_ctx = &fn;
+}
+
+// The prepare_rows hook from a callable fn(t0, t1), which must outlive the matmul.
+template <class PrepareRows>
+void set_prepare_rows(MatmulHooks& h, PrepareRows& fn) {
+  h.prepare_rows = [](void* ctx, int64_t t0, int64_t t1) {
+    (*static_cast<PrepareRows*>(ctx))(t0, t1);
+  };
+  h.prepare_rows_ctx = &fn;
 }
 
 // The alignment matmul requires of a weight matrix of type `wtype` (its block struct's:
