@@ -36,6 +36,7 @@ struct BenchModelFlags {
   std::string output = "md";
   std::string fill = "model";  // how the -d context is filled: model (computed) or synthetic
   bool roofline = false;       // add each test's fraction of the machine's limits
+  bool no_warmup = false;      // skip the untimed run before each test's repetitions
 };
 
 // The machine's limits measured in the same process as the tests, so that a figure and
@@ -270,6 +271,10 @@ void bench_model(const BenchModelFlags& f) {
     for (int64_t batch : f.batch) {
       for (int64_t np : f.n_prompt) {
         if (np <= 0) continue;
+        if (!f.no_warmup) {  // the model's batch buffers reach this size, untimed
+          BenchRunner warm(*model, pool, batch, np, f.engine.batch, f.engine.kv_dtype(), modes);
+          warm.append(np, rng);
+        }
         if (yardstick) read_gbps = yardstick->read_gbps();
         std::vector<double> tps;
         uint64_t kv_bytes = 0;
@@ -287,6 +292,11 @@ void bench_model(const BenchModelFlags& f) {
       }
       for (int64_t ng : f.n_gen) {
         if (ng <= 0) continue;
+        if (!f.no_warmup) {  // one decode step of this batch, untimed
+          BenchRunner warm(*model, pool, batch, 2, f.engine.batch, f.engine.kv_dtype(), modes);
+          warm.append(1, rng);
+          warm.append(1, rng);
+        }
         if (yardstick) read_gbps = yardstick->read_gbps();
         std::vector<double> tps;
         uint64_t kv_bytes = 0;
@@ -392,6 +402,9 @@ void register_bench(CLI::App& app) {
       "--roofline", mf->roofline,
       "add each test's fraction of the machine's limits (read bandwidth measured before "
       "each test, AVX2 f32 FMA peak), measured in this process");
+  model->add_flag("--no-warmup", mf->no_warmup,
+                  "time from a cold start: no untimed run of each test's shape first (as "
+                  "llama-bench's -w 0)");
   model->callback([mf] { bench_model(*mf); });
 
   register_bench_offline(*cmd);
