@@ -1,8 +1,10 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/cpu/matmul.h"
@@ -242,6 +244,7 @@ std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, Thr
   forward_span.arg("n_tokens", T)
       .arg("n_seqs", static_cast<int64_t>(b.seqs.size()))
       .arg("n_logits", R);
+  pending_residual_ = nullptr;  // a forward that threw may have left one
   TraceSpan span(tracer_, "embedding", kTraceForward);
 
   // Embedding lookup: dequantize one row per token.
@@ -262,10 +265,15 @@ std::span<const float> Model::forward(const ForwardBatch& b, KvCache& cache, Thr
 
   // Final norm and classifier only for the rows whose logits are wanted.
   span.next("final_norm");
+  // The last block's output is added only for the rows that get logits (in final_).
   for (int64_t r = 0; r < R; ++r) {
-    kernels::rmsnorm(x_.data() + b.logit_rows[static_cast<size_t>(r)] * c.dim,
-                     weights_.output_norm.data(), final_.data() + r * c.dim, c.dim, c.rms_eps);
+    const int64_t t = b.logit_rows[static_cast<size_t>(r)];
+    float* out = final_.data() + r * c.dim;
+    std::copy_n(x_.data() + t * c.dim, c.dim, out);
+    if (pending_residual_ != nullptr) kernels::add(out, pending_residual_ + t * c.dim, c.dim);
+    kernels::rmsnorm(out, weights_.output_norm.data(), out, c.dim, c.rms_eps);
   }
+  pending_residual_ = nullptr;
   span.next("lm_head");
   if (R > 0) matmul(weights_.output, final_.data(), R, logits_.data(), pool);
   return {logits_.data(), static_cast<size_t>(R * c.n_vocab)};
@@ -350,6 +358,7 @@ void Model::mla_block(int64_t layer, const ForwardBatch& b, KvCache& cache, Thre
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
   const int64_t T = b.n_tokens();
   TraceSpan span(tracer_, "mla_attention", kTraceForward);
+  add_pending_residual(pool, T);
   for (int64_t t = 0; t < T; ++t) {
     kernels::rmsnorm(x_.data() + t * c.dim, L.attn_norm.data(), xb_.data() + t * c.dim, c.dim,
                      c.rms_eps);
@@ -382,18 +391,29 @@ void Model::attention_block(int64_t layer, const ForwardBatch& b, KvCache& cache
   span.next("out_matmul");
   matmul(L.wo, att_.data(), T, xb_.data(), pool);
   span.end();
-  add_rows(pool, T, c.dim, x_.data(), xb_.data());
+  pending_residual_ = xb_.data();
 }
 
-// RMSNorm of the residual stream x_ (weights `norm`) into xb_, then the matmuls of xb_.
+void Model::add_pending_residual(ThreadPool& pool, int64_t T) {
+  if (pending_residual_ == nullptr) return;
+  add_rows(pool, T, config_.dim, x_.data(), pending_residual_);
+  pending_residual_ = nullptr;
+}
+
+// RMSNorm of the residual stream x_ (weights `norm`) into xb_, then the matmuls of xb_,
+// after adding the previous block's output into x_ (pending_residual_) in the same pass.
 // The norm is their row preparation (kernels::MatmulHooks::prepare_rows): each token's row
 // is normed just before it is converted, inside the matmul's pool job and span.
 void Model::norm_then_matmul(const float* norm, std::span<const kernels::MatmulJob> jobs, int64_t T,
                              ThreadPool& pool) {
   const auto& c = config_;
+  const float* residual = std::exchange(pending_residual_, nullptr);
   auto rmsnorm = [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t)
-      kernels::rmsnorm(x_.data() + t * c.dim, norm, xb_.data() + t * c.dim, c.dim, c.rms_eps);
+    for (int64_t t = t0; t < t1; ++t) {
+      float* x = x_.data() + t * c.dim;
+      if (residual != nullptr) kernels::add(x, residual + t * c.dim, c.dim);
+      kernels::rmsnorm(x, norm, xb_.data() + t * c.dim, c.dim, c.rms_eps);
+    }
   };
   kernels::MatmulHooks hooks;
   kernels::set_prepare_rows(hooks, rmsnorm);
@@ -407,6 +427,7 @@ void Model::moe_block(int64_t layer, int64_t T, ThreadPool& pool) {
   const auto& c = config_;
   const LayerWeights& L = weights_.layers[static_cast<size_t>(layer)];
   TraceSpan span(tracer_, "moe", kTraceForward);
+  add_pending_residual(pool, T);
   for (int64_t t = 0; t < T; ++t) {
     kernels::rmsnorm(x_.data() + t * c.dim, L.ffn_norm.data(), xb_.data() + t * c.dim, c.dim,
                      c.rms_eps);
@@ -440,7 +461,7 @@ void Model::ffn_block(int64_t layer, int64_t T, ThreadPool& pool) {
   span.next("down_matmul");
   matmul(L.w_down, gate_.data(), T, xb_.data(), pool, down_hooks);
   span.end();
-  add_rows(pool, T, c.dim, x_.data(), xb_.data());
+  pending_residual_ = xb_.data();
 }
 
 }  // namespace strata

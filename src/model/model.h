@@ -129,6 +129,9 @@ class Model {
               const kernels::MatmulHooks& hooks = {});
   void norm_then_matmul(const float* norm, std::span<const kernels::MatmulJob> jobs,
                         int64_t n_tokens, ThreadPool& pool);
+  // Adds the pending block output into the residual stream now (before code that reads
+  // x_ other than norm_then_matmul).
+  void add_pending_residual(ThreadPool& pool, int64_t n_tokens);
 
   gguf::GgufFile file_;
   ModelConfig config_;
@@ -141,7 +144,10 @@ class Model {
   // Workspace, sized for the largest batch seen so far.
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logits_ = 0;
-  std::vector<float> x_;                    // (T, dim) residual stream
+  std::vector<float> x_;  // (T, dim) residual stream
+  // A dense block's output (T, dim) not yet added into x_: the next norm_then_matmul adds
+  // each row just before norming it, in the same pass (add_pending_residual otherwise).
+  const float* pending_residual_ = nullptr;
   std::vector<float> xb_;                   // (T, dim) normed input / attention projection output
   std::vector<float> q_;                    // (T, n_heads*head_dim)
   std::vector<float> k_;                    // (T, n_kv_heads*head_dim)
