@@ -144,10 +144,7 @@ class Model {
   // Workspace, sized for the largest batch seen so far.
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logits_ = 0;
-  std::vector<float> x_;  // (T, dim) residual stream
-  // A dense block's output (T, dim) not yet added into x_: the next norm_then_matmul adds
-  // each row just before norming it, in the same pass (add_pending_residual otherwise).
-  const float* pending_residual_ = nullptr;
+  std::vector<float> x_;                    // (T, dim) residual stream
   std::vector<float> xb_;                   // (T, dim) normed input / attention projection output
   std::vector<float> q_;                    // (T, n_heads*head_dim)
   std::vector<float> k_;                    // (T, n_kv_heads*head_dim)
@@ -165,6 +162,9 @@ class Model {
   MoeFfn moe_;                    // MoE layers' routing and expert buffers
   MlaAttention mla_;              // deepseek2's attention buffers
   ExpertLoad expert_load_;
+  // A dense block's output (T, dim) not yet added into x_: the next norm_then_matmul adds
+  // each row just before norming it, in the same pass (add_pending_residual otherwise).
+  const float* pending_residual_ = nullptr;
 };
 
 }  // namespace strata
