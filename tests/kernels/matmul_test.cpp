@@ -145,34 +145,53 @@ TEST(Matmul, SharedInputMatchesSeparateCalls) {
   }
 }
 
-// The prepare hook runs exactly once, before the input is read, on the calling thread or
-// inside the pool job (one token on several threads), and the outputs are those of
-// preparing the input first.
-TEST(Matmul, PrepareHookRunsOnceBeforeTheInputIsRead) {
-  const int64_t cols = 1024;
-  Rng rng(91);
-  std::vector<std::pair<DType, std::vector<uint8_t>>> ms;
+// The hook tests' matrices: Q4_0 and Q8_0 (repacked as a model holds them) and F16, 45
+// rows of `cols` each.
+using HookMatrices = std::vector<std::pair<DType, std::vector<uint8_t>>>;
+HookMatrices hook_test_matrices(int64_t cols, Rng& rng) {
+  HookMatrices ms;
   for (DType t : {DType::Q4_0, DType::Q8_0, DType::F16}) {
     std::vector<uint8_t> w = test::random_weights(t, 45, cols, rng);
     const DType x16 = repacked_weight_type(t, cols);
     if (x16 != t) repack_weight_rows(t, x16, w.data(), 45, cols);
     ms.emplace_back(x16, std::move(w));
   }
+  return ms;
+}
+
+// Each matrix's first `rows` rows times `source` by plain matmul (expected), and the jobs
+// of one matmul_shared_input call writing the same products into `got` (-1 until written).
+struct HookCase {
+  std::vector<std::vector<float>> expected, got;
+  std::vector<MatmulJob> jobs;
+};
+HookCase hook_case(const HookMatrices& ms, int64_t rows, int64_t cols,
+                   const std::vector<float>& source, int64_t n_tokens, ThreadPool& pool) {
+  HookCase c;
+  std::vector<uint8_t> scratch;
+  for (const auto& [t, w] : ms) {
+    c.expected.emplace_back(static_cast<size_t>(rows * n_tokens));
+    c.got.emplace_back(static_cast<size_t>(rows * n_tokens), -1.0f);
+    matmul(t, w.data(), rows, cols, source.data(), n_tokens, c.expected.back().data(), pool,
+           scratch);
+  }
+  for (size_t i = 0; i < ms.size(); ++i)
+    c.jobs.push_back({ms[i].first, ms[i].second.data(), rows, c.got[i].data()});
+  return c;
+}
+
+// The prepare hook runs exactly once, before the input is read, on the calling thread or
+// inside the pool job (one token on several threads), and the outputs are those of
+// preparing the input first.
+TEST(Matmul, PrepareHookRunsOnceBeforeTheInputIsRead) {
+  const int64_t cols = 1024;
+  Rng rng(91);
+  const HookMatrices ms = hook_test_matrices(cols, rng);
   ThreadPool one(1), two(2), three(3);
   for (const int64_t n_tokens : {1, 3}) {
     const std::vector<float> source = test::normal_floats(rng, n_tokens * cols);
     for (ThreadPool* pool : {&one, &two, &three}) {
-      std::vector<uint8_t> scratch;
-      std::vector<std::vector<float>> expected, got;
-      std::vector<MatmulJob> jobs;
-      for (auto& [t, w] : ms) {
-        expected.emplace_back(static_cast<size_t>(45 * n_tokens));
-        got.emplace_back(static_cast<size_t>(45 * n_tokens), -1.0f);
-        matmul(t, w.data(), 45, cols, source.data(), n_tokens, expected.back().data(), *pool,
-               scratch);
-      }
-      for (size_t i = 0; i < ms.size(); ++i)
-        jobs.push_back({ms[i].first, ms[i].second.data(), 45, got[i].data()});
+      HookCase c = hook_case(ms, 45, cols, source, n_tokens, *pool);
       std::vector<float> x(source.size(), std::nanf(""));  // written only by prepare
       int calls = 0;
       auto prepare = [&] {
@@ -182,10 +201,10 @@ TEST(Matmul, PrepareHookRunsOnceBeforeTheInputIsRead) {
       MatmulHooks hooks;
       set_prepare(hooks, prepare);
       std::vector<uint8_t> fresh_scratch;  // holds nothing of the calls above
-      matmul_shared_input(jobs, cols, x.data(), n_tokens, *pool, fresh_scratch, hooks);
+      matmul_shared_input(c.jobs, cols, x.data(), n_tokens, *pool, fresh_scratch, hooks);
       EXPECT_EQ(calls, 1);
       for (size_t i = 0; i < ms.size(); ++i) {
-        EXPECT_EQ(expected[i], got[i])
+        EXPECT_EQ(c.expected[i], c.got[i])
             << "matrix " << i << ", " << n_tokens << " tokens, " << pool->size() << " threads";
       }
     }
@@ -198,29 +217,13 @@ TEST(Matmul, PrepareHookRunsOnceBeforeTheInputIsRead) {
 TEST(Matmul, PrepareRowsHookPreparesEveryRowOnceBeforeItIsRead) {
   const int64_t cols = 1024;
   Rng rng(92);
-  std::vector<std::pair<DType, std::vector<uint8_t>>> ms;
-  for (DType t : {DType::Q4_0, DType::Q8_0, DType::F16}) {
-    std::vector<uint8_t> w = test::random_weights(t, 45, cols, rng);
-    const DType x16 = repacked_weight_type(t, cols);
-    if (x16 != t) repack_weight_rows(t, x16, w.data(), 45, cols);
-    ms.emplace_back(x16, std::move(w));
-  }
+  const HookMatrices ms = hook_test_matrices(cols, rng);
   ThreadPool one(1), two(2), three(3);
   for (const int64_t n_tokens : {1, 3, 17}) {
     const std::vector<float> source = test::normal_floats(rng, n_tokens * cols);
     for (ThreadPool* pool : {&one, &two, &three}) {
       for (const int64_t rows : {int64_t{45}, int64_t{0}}) {
-        std::vector<uint8_t> scratch;
-        std::vector<std::vector<float>> expected, got;
-        std::vector<MatmulJob> jobs;
-        for (auto& [t, w] : ms) {
-          expected.emplace_back(static_cast<size_t>(rows * n_tokens));
-          got.emplace_back(static_cast<size_t>(rows * n_tokens), -1.0f);
-          matmul(t, w.data(), rows, cols, source.data(), n_tokens, expected.back().data(), *pool,
-                 scratch);
-        }
-        for (size_t i = 0; i < ms.size(); ++i)
-          jobs.push_back({ms[i].first, ms[i].second.data(), rows, got[i].data()});
+        HookCase c = hook_case(ms, rows, cols, source, n_tokens, *pool);
         std::vector<float> x(source.size(), std::nanf(""));  // written only by prepare_rows
         std::vector<std::atomic<int>> calls(static_cast<size_t>(n_tokens));
         std::atomic<bool> prepared{false}, early{false};
@@ -236,13 +239,13 @@ TEST(Matmul, PrepareRowsHookPreparesEveryRowOnceBeforeItIsRead) {
         set_prepare(hooks, prepare);
         set_prepare_rows(hooks, prepare_rows);
         std::vector<uint8_t> fresh_scratch;
-        matmul_shared_input(jobs, cols, x.data(), n_tokens, *pool, fresh_scratch, hooks);
+        matmul_shared_input(c.jobs, cols, x.data(), n_tokens, *pool, fresh_scratch, hooks);
         const std::string where = std::to_string(n_tokens) + " tokens, " + std::to_string(rows) +
                                   " rows, " + std::to_string(pool->size()) + " threads";
         EXPECT_FALSE(early) << where;
-        for (const auto& c : calls) EXPECT_EQ(c, 1) << where;
+        for (const auto& n : calls) EXPECT_EQ(n, 1) << where;
         for (size_t i = 0; i < ms.size(); ++i)
-          EXPECT_EQ(expected[i], got[i]) << "matrix " << i << ", " << where;
+          EXPECT_EQ(c.expected[i], c.got[i]) << "matrix " << i << ", " << where;
       }
     }
   }
