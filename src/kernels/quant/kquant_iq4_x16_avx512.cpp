@@ -26,6 +26,7 @@ namespace {
 struct Iq4x16 {
   using Block = BlockIQ4_XSx16;
   static constexpr bool kHasMin = false;
+  static constexpr bool kOddTimes4 = false;
   // Lane j's scale ls[j / 2] - 32, as int32, from one 16-byte load of the block's start
   // (d, scales_h, scales_l, then quants): byte j takes nibble j / 2 of scales_l (scales_l[j /
   // 4] shifted by 4 (j / 2 % 2)) and bits 2 (j / 2), 2 (j / 2) + 1 of scales_h (byte 2 + j /

@@ -8,6 +8,7 @@
 //   static __m512i lane_starts(const BlockQ8_Kx16A&);     // cancels the quants' offset
 //   static __m512i vec(const Block&, int k);              // quant vector k (unsigned)
 //   static void vecs(const Block&, __m512i (&q)[4]);      // all four, each byte loaded once
+//   static constexpr bool kOddTimes4;                     // vecs gives vectors 1, 3 times 4
 // and the block's fp16 d (and dmin). Per super-block and (row, token): 4 vpdpbusd from the
 // start, one vpmulld by the scales, one convert and one fma by d_w x d_a; with mins one
 // more vpmulld of the activation's bias (-32 x the lane's sum) by the mins, a convert and an
@@ -56,6 +57,30 @@ inline __m128 block_d_dmin(const typename W::Block& wb) {
   }
 }
 
+// One token's lane sums from a block's quant vectors (W::vecs): one chain of 4 vpdpbusd
+// from the lane starts. A layout with kOddTimes4 gives its odd vectors times 4 (2-bit
+// fields masked in place: one shift for the four vectors instead of three); their sums
+// start from 4 x the starts and are shifted right by 2 before the even vectors add theirs,
+// exact since that sum is a multiple of 4. Integer sums, so the order cannot change the
+// result.
+template <class W>
+inline __m512i lane_sums(const __m512i (&q)[4], const BlockQ8_Kx16A& ab) {
+  if constexpr (W::kOddTimes4) {
+    __m512i s = _mm512_slli_epi32(W::lane_starts(ab), 2);
+    s = _mm512_dpbusd_epi32(s, q[1], _mm512_loadu_si512(ab.qs + 64));
+    s = _mm512_dpbusd_epi32(s, q[3], _mm512_loadu_si512(ab.qs + 192));
+    s = _mm512_srai_epi32(s, 2);
+    s = _mm512_dpbusd_epi32(s, q[0], _mm512_loadu_si512(ab.qs));
+    return _mm512_dpbusd_epi32(s, q[2], _mm512_loadu_si512(ab.qs + 128));
+  } else {
+    __m512i s = W::lane_starts(ab);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+      s = _mm512_dpbusd_epi32(s, q[k], _mm512_loadu_si512(ab.qs + 64 * k));
+    return s;
+  }
+}
+
 // One row x T tokens: each super-block's quant vectors and scales are unpacked once for
 // T tokens.
 template <class W, int T, bool kPageKick>
@@ -75,20 +100,15 @@ void lane_scaled_tile(int64_t nb, const typename W::Block* w, const uint8_t* a, 
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
-      // Two chains of 2 (integer sums, so the split cannot change the result).
-      __m512i lanes = W::lane_starts(ab), odd = _mm512_setzero_si512();
-      lanes = _mm512_dpbusd_epi32(lanes, q[0], _mm512_loadu_si512(ab.qs));
-      odd = _mm512_dpbusd_epi32(odd, q[1], _mm512_loadu_si512(ab.qs + 64));
-      lanes = _mm512_dpbusd_epi32(lanes, q[2], _mm512_loadu_si512(ab.qs + 128));
-      odd = _mm512_dpbusd_epi32(odd, q[3], _mm512_loadu_si512(ab.qs + 192));
-      const __m512i scaled = _mm512_mullo_epi32(_mm512_add_epi32(lanes, odd), scales);
-      __m128 f = _mm_mul_ps(dd, _mm_set1_ps(ab.d));  // d_w x d_a, dmin_w x d_a
+      const __m512i scaled = _mm512_mullo_epi32(lane_sums<W>(q, ab), scales);
+      const __m128 f = _mm_mul_ps(dd, _mm_set1_ps(ab.d));  // d_w x d_a, dmin_w x d_a
       acc[t] = _mm512_fmadd_ps(_mm512_broadcastss_ps(f), _mm512_cvtepi32_ps(scaled), acc[t]);
       if constexpr (W::kHasMin) {
-        f = _mm_mul_ps(f, _mm_set1_ps(0.03125f));
+        // dmin_w x d_a / 32 to every lane in one permute.
+        const __m512 fm = _mm512_permutexvar_ps(
+            _mm512_set1_epi32(1), _mm512_castps128_ps512(_mm_mul_ps(f, _mm_set1_ps(0.03125f))));
         const __m512i min_terms = _mm512_mullo_epi32(_mm512_loadu_si512(ab.bias), mins);
-        acc[t] = _mm512_fmadd_ps(_mm512_broadcastss_ps(_mm_movehdup_ps(f)),
-                                 _mm512_cvtepi32_ps(min_terms), acc[t]);
+        acc[t] = _mm512_fmadd_ps(fm, _mm512_cvtepi32_ps(min_terms), acc[t]);
       }
     }
   }

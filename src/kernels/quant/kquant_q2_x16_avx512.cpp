@@ -30,16 +30,19 @@ struct Q2x16 {
     scales = _mm512_and_si512(both, _mm512_set1_epi32(15));
     mins = _mm512_srli_epi32(both, 4);
   }
+  static constexpr bool kOddTimes4 = true;
   static __m512i lane_starts(const BlockQ8_Kx16A&) { return _mm512_setzero_si512(); }
   static __m512i vec(const Block& wb, int k) {
     const __m512i l = _mm512_loadu_si512(wb.qs);
     return _mm512_and_si512(_mm512_srli_epi16(l, 2 * k), _mm512_set1_epi8(3));
   }
+  // Vectors 0 and 2 as they are, 1 and 3 times 4 (lane_sums): one shift for the four.
   static void vecs(const Block& wb, __m512i (&q)[4]) {
-    const __m512i l = load_in_register(wb.qs);
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k)
-      q[k] = _mm512_and_si512(_mm512_srli_epi16(l, 2 * k), _mm512_set1_epi8(3));
+    const __m512i l = load_in_register(wb.qs), h = _mm512_srli_epi16(l, 4);
+    q[0] = _mm512_and_si512(l, _mm512_set1_epi8(3));
+    q[1] = _mm512_and_si512(l, _mm512_set1_epi8(12));
+    q[2] = _mm512_and_si512(h, _mm512_set1_epi8(3));
+    q[3] = _mm512_and_si512(h, _mm512_set1_epi8(12));
   }
 };
 using Rows = LaneScaledRows<Q2x16>;

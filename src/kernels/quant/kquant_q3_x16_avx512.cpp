@@ -26,6 +26,7 @@ namespace {
 struct Q3x16 {
   using Block = BlockQ3_Kx16;
   static constexpr bool kHasMin = false;
+  static constexpr bool kOddTimes4 = false;
   // Lane j's scale sc[j] - 32, as int32, from the six-bit string (the 16 bytes that end with
   // it start in the quants, so the load stays in the block).
   static __m512i lane_scales(const Block& wb) {
