@@ -12,6 +12,38 @@
 namespace strata {
 namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kHugeAllocationMin = size_t{1} << 20;
+
+size_t whole_huge_pages(size_t bytes) {
+  return (bytes + kHugePage - 1) / kHugePage * kHugePage;
+}
+}  // namespace
+
+void* huge_page_allocate(size_t bytes) {
+  if (bytes < kHugeAllocationMin) return ::operator new(bytes);
+  if (bytes > SIZE_MAX - 2 * kHugePage) throw std::bad_alloc();
+  // Map one huge page more than needed and unmap the ends, so the buffer starts on a 2 MiB
+  // boundary (the kernel backs only aligned 2 MiB ranges with huge pages).
+  const size_t size = whole_huge_pages(bytes);
+  const size_t mapped = size + kHugePage;
+  void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  const auto base = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t start = (base + kHugePage - 1) / kHugePage * kHugePage;
+  if (start > base) ::munmap(p, start - base);
+  const uintptr_t tail = start + size;
+  if (base + mapped > tail) ::munmap(reinterpret_cast<void*>(tail), base + mapped - tail);
+  ::madvise(reinterpret_cast<void*>(start), size, MADV_HUGEPAGE);  // advice only
+  return reinterpret_cast<void*>(start);
+}
+
+void huge_page_deallocate(void* p, size_t bytes) noexcept {
+  if (p == nullptr) return;
+  if (bytes < kHugeAllocationMin) {
+    ::operator delete(p);
+  } else {
+    ::munmap(p, whole_huge_pages(bytes));
+  }
 }
 
 HugePageBuffer::HugePageBuffer(size_t bytes) : size_(bytes) {

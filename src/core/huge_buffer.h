@@ -9,8 +9,37 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
+#include <vector>
 
 namespace strata {
+
+// Memory for a std::vector that may grow to megabytes (a model's batch buffers): from 1 MiB
+// on, 2 MiB-aligned anonymous memory advised to be huge pages (zero-filled by the kernel);
+// smaller, operator new. With 4 KiB pages the first forward of a 512-token batch spent
+// ~100 ms in page faults zero-filling ~40 MiB of buffers (docs/BENCHMARKS.md).
+void* huge_page_allocate(size_t bytes);  // throws std::bad_alloc
+void huge_page_deallocate(void* p, size_t bytes) noexcept;
+
+template <class T>
+struct HugePageAllocator {
+  using value_type = T;
+  HugePageAllocator() = default;
+  template <class U>
+  HugePageAllocator(const HugePageAllocator<U>&) noexcept {}
+  T* allocate(size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
+    return static_cast<T*>(huge_page_allocate(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) noexcept { huge_page_deallocate(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const HugePageAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+template <class T>
+using HugePageVector = std::vector<T, HugePageAllocator<T>>;
 
 class HugePageBuffer {
  public:

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attention/paged_attention.h"
+#include "core/huge_buffer.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf.h"
 #include "kernels/cpu/matmul.h"
@@ -144,18 +145,18 @@ class Model {
   // Workspace, sized for the largest batch seen so far.
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logits_ = 0;
-  std::vector<float> x_;                    // (T, dim) residual stream
-  std::vector<float> xb_;                   // (T, dim) normed input / attention projection output
-  std::vector<float> q_;                    // (T, n_heads*head_dim)
-  std::vector<float> k_;                    // (T, n_kv_heads*head_dim)
-  std::vector<float> v_;                    // (T, n_kv_heads*head_dim)
-  std::vector<float> att_;                  // (T, n_heads*head_dim) attention output
-  std::vector<float> gate_;                 // (T, ffn_dim)
-  std::vector<float> up_;                   // (T, ffn_dim)
-  std::vector<float> moe_out_;              // (T, dim) MoE layers' FFN output
+  HugePageVector<float> x_;                 // (T, dim) residual stream
+  HugePageVector<float> xb_;                // (T, dim) normed input / attention projection output
+  HugePageVector<float> q_;                 // (T, n_heads*head_dim)
+  HugePageVector<float> k_;                 // (T, n_kv_heads*head_dim)
+  HugePageVector<float> v_;                 // (T, n_kv_heads*head_dim)
+  HugePageVector<float> att_;               // (T, n_heads*head_dim) attention output
+  HugePageVector<float> gate_;              // (T, ffn_dim)
+  HugePageVector<float> up_;                // (T, ffn_dim)
+  HugePageVector<float> moe_out_;           // (T, dim) MoE layers' FFN output
   std::vector<float> rope_cos_, rope_sin_;  // (T, rope_dim/2)
-  std::vector<float> final_;                // (R, dim) normed rows that need logits
-  std::vector<float> logits_;               // (R, n_vocab)
+  HugePageVector<float> final_;             // (R, dim) normed rows that need logits
+  HugePageVector<float> logits_;            // (R, n_vocab)
   std::vector<uint8_t> matmul_scratch_;
   AttentionScratch attention_scratch_;
   std::vector<KvSlot> kv_slots_;  // (T) where each token's K/V go in the current layer
