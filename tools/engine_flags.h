@@ -16,6 +16,7 @@ struct ServingFlags {
   int64_t kv_cache_tokens = 0;
   uint64_t kv_cache_mem = 0;
   std::string prefix_cache = "on";
+  std::string kv_prefault = "first";
   std::string policy = "fcfs";
 
   void add(CLI::App& cmd) {
@@ -36,6 +37,11 @@ struct ServingFlags {
     cmd.add_option("--prefix-cache", prefix_cache, "automatic prefix caching: on or off")
         ->capture_default_str()
         ->check(CLI::IsMember({"on", "off"}));
+    cmd.add_option("--kv-prefault", kv_prefault,
+                   "KV pool memory backed at start-up: first (the pages a step's batch lands on "
+                   "first), all (the whole pool), or off (as requests first use it)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"first", "all", "off"}));
     cmd.add_option("--policy", policy, "scheduling policy: fcfs or priority")
         ->capture_default_str()
         ->check(CLI::IsMember({"fcfs", "priority"}));
@@ -51,6 +57,15 @@ struct ServingFlags {
     if (prefix_cache != "on" && prefix_cache != "off")
       throw Error("--prefix-cache: expected on or off");
     c.prefix_cache = prefix_cache == "on";
+    if (kv_prefault == "first") {
+      c.kv_prefault = KvPrefault::kFirstBatch;
+    } else if (kv_prefault == "all") {
+      c.kv_prefault = KvPrefault::kAll;
+    } else if (kv_prefault == "off") {
+      c.kv_prefault = KvPrefault::kNone;
+    } else {
+      throw Error("--kv-prefault: expected first, all or off");
+    }
     c.scheduler.max_seqs = max_seqs;
     c.scheduler.max_batch_tokens = max_batch_tokens;
     c.scheduler.prefill_chunk = prefill_chunk;

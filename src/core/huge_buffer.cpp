@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -57,6 +58,25 @@ HugePageBuffer::HugePageBuffer(size_t bytes) : size_(bytes) {
   }
   ::madvise(p, mapped_, MADV_HUGEPAGE);  // advice only: failure leaves 4 KiB pages
   data_ = static_cast<uint8_t*>(p);
+}
+
+void HugePageBuffer::populate(size_t offset, size_t bytes) {
+  if (offset > size_ || bytes > size_ - offset) throw Error("HugePageBuffer: range outside");
+  if (bytes == 0) return;
+  constexpr size_t kPage = 4096;
+  const size_t begin = offset / kPage * kPage;
+  const size_t end = std::min(mapped_, (offset + bytes + kPage - 1) / kPage * kPage);
+#ifdef MADV_POPULATE_WRITE
+  if (::madvise(data_ + begin, end - begin, MADV_POPULATE_WRITE) == 0) return;
+  if (errno != EINVAL) {
+    throw Error("cannot back " + std::to_string(end - begin) +
+                " bytes of memory: " + std::strerror(errno));
+  }
+#endif
+  // Unwritten memory is zero, so a zero write changes nothing but backs the page; a page
+  // already written keeps its byte (read, then written back).
+  volatile uint8_t* p = data_;
+  for (size_t i = begin; i < end; i += kPage) p[i] = p[i];
 }
 
 HugePageBuffer::HugePageBuffer(HugePageBuffer&& other) noexcept

@@ -52,6 +52,12 @@ class HugePageBuffer {
   HugePageBuffer& operator=(const HugePageBuffer&) = delete;
   ~HugePageBuffer();
 
+  // Backs the pages of bytes [offset, offset + bytes) now (as huge pages where granted)
+  // instead of at their first write: madvise(MADV_POPULATE_WRITE), or one write per 4 KiB
+  // page on kernels without it. Throws strata::Error when the memory cannot be backed or
+  // the range is outside the buffer.
+  void populate(size_t offset, size_t bytes);
+
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }

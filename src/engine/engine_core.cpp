@@ -136,6 +136,18 @@ EngineCore::EngineCore(Model& model, ThreadPool& pool, const EngineConfig& confi
       kv_(plan_.manager),
       scheduler_(config_.scheduler, kv_) {
   if (config_.tracer) model_.set_tracer(config_.tracer);
+  if (config_.kv_prefault == KvPrefault::kAll) {
+    runner_.cache().populate(-1);
+  } else if (config_.kv_prefault == KvPrefault::kFirstBatch) {
+    const int64_t batch = config_.scheduler.max_batch_tokens;
+    runner_.cache().populate((batch + config_.block_size - 1) / config_.block_size);
+  }
+  // One prefill chunk's buffers now: their first touch cost the first request ~75-185 ms
+  // of its time to first token (a 1B model, 512 tokens). A larger batch grows them later.
+  const SchedulerConfig& sc = config_.scheduler;
+  model_.reserve_batch(
+      sc.prefill_chunk > 0 ? std::min(sc.prefill_chunk, sc.max_batch_tokens) : sc.max_batch_tokens,
+      1, pool.size(), config_.block_size);
   const SpecConfig& spec = config_.spec;
   switch (spec.method) {
     case SpecMethod::kNone:

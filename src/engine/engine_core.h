@@ -32,6 +32,8 @@
 
 namespace strata {
 
+enum class KvPrefault { kNone, kFirstBatch, kAll };
+
 struct EngineConfig {
   int64_t kv_cache_tokens = 0;  // pool size in tokens; 0 = from kv_cache_mem or a default
   uint64_t kv_cache_mem = 0;    // pool size in bytes (used when kv_cache_tokens is 0)
@@ -42,6 +44,9 @@ struct EngineConfig {
   int64_t context_length = 0;
   DType kv_type = DType::F32;
   bool prefix_cache = true;
+  // KV pool memory backed at start-up (KvCache::populate) rather than at first use: none,
+  // the pages of the blocks one step's batch takes first, or the whole pool.
+  KvPrefault kv_prefault = KvPrefault::kNone;
   SchedulerConfig scheduler;
   std::vector<int32_t> eog_tokens;  // the model's end-of-generation ids
   // Sparse attention: which KV heads are streaming (sink + window); dense by default.

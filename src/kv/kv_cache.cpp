@@ -1,5 +1,6 @@
 #include "kv/kv_cache.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/checked.h"
@@ -88,6 +89,19 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
     // over the pool.
     k_[p] = HugePageBuffer(static_cast<size_t>(*bytes));
     if (!config.latent) v_[p] = HugePageBuffer(static_cast<size_t>(*bytes));
+  }
+}
+
+void KvCache::populate(int64_t n_blocks) {
+  for (int64_t l = 0; l < config_.n_layers; ++l) {
+    for (int64_t h = 0; h < config_.n_kv_heads; ++h) {
+      const int p = pool(l, h);
+      const int64_t held = pool_blocks(l, h);
+      const auto bytes =
+          static_cast<size_t>(n_blocks < 0 ? held : std::min(n_blocks, held)) * tile_bytes_;
+      k_[p].populate(offset(l, 0, h), bytes);
+      if (!config_.latent) v_[p].populate(offset(l, 0, h), bytes);
+    }
   }
 }
 

@@ -47,6 +47,12 @@ class KvCache {
   // Bytes of K plus V (the latent row with MLA) for one token across all layers and heads
   // (dense).
   size_t bytes_per_token() const;
+  // Backs the memory of blocks [0, n_blocks) of every layer and head now (all of them when
+  // n_blocks < 0 or more than a pool holds): the pool hands out low blocks first, and each
+  // (layer, head) region starts on its own huge pages, so without this a server's first
+  // request zero-fills one 2 MiB page per region (352 MiB for a 22-layer, 4-KV-head
+  // model) inside its first forward.
+  void populate(int64_t n_blocks);
   // Bytes of K plus V for one token in each pool (full heads; streaming heads).
   size_t full_bytes_per_token() const { return pool_bytes_per_token(kFull); }
   size_t stream_bytes_per_token() const { return pool_bytes_per_token(kStream); }

@@ -213,6 +213,11 @@ void Model::reserve(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t b
   attention_scratch_.reserve(n_threads, shape, block_size);
 }
 
+void Model::reserve_batch(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t block_size) {
+  if (n_tokens <= 0 || n_logits <= 0) return;
+  reserve(n_tokens, n_logits, n_threads, block_size);
+}
+
 void Model::compute_rope_tables(const ForwardBatch& b) {
   const int64_t half = config_.rope_dim / 2;
   for (int64_t t = 0; t < b.n_tokens(); ++t) {

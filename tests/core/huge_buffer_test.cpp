@@ -1,12 +1,16 @@
 // HugePageBuffer: zero-filled, writable, page-aligned, movable; empty when sized 0.
 // HugePageVector: 2 MiB-aligned from 1 MiB on, keeps its elements as it grows.
+// populate: backs exactly the pages asked for, keeps what they hold, refuses ranges outside.
 #include "core/huge_buffer.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstdint>
 #include <utility>
 #include <vector>
+
+#include "core/error.h"
 
 namespace strata {
 namespace {
@@ -37,6 +41,35 @@ TEST(HugePageBuffer, ZeroBytesIsEmpty) {
   HugePageBuffer b(0);
   EXPECT_EQ(b.data(), nullptr);
   EXPECT_EQ(b.size(), 0u);
+}
+
+// Whether the 4 KiB page holding p is backed by memory (mincore).
+bool resident(const uint8_t* p) {
+  const auto page = reinterpret_cast<uintptr_t>(p) / 4096 * 4096;
+  unsigned char in_core = 0;
+  EXPECT_EQ(::mincore(reinterpret_cast<void*>(page), 4096, &in_core), 0);
+  return (in_core & 1) != 0;
+}
+
+TEST(HugePageBuffer, PopulateBacksTheRangeAndKeepsItsBytes) {
+  // Huge pages would back a whole 2 MiB around any touched byte, so this checks pages 16 MiB
+  // apart: the populated ones are resident, one never touched is not (when THP is off or
+  // not granted, every page is 4 KiB and the same holds).
+  const size_t mib = size_t{1} << 20;
+  HugePageBuffer b(64 * mib);
+  b.data()[40 * mib] = 7;
+  b.populate(8 * mib + 100, 3 * mib);
+  b.populate(40 * mib, 1);
+  EXPECT_TRUE(resident(b.data() + 8 * mib + 100));
+  EXPECT_TRUE(resident(b.data() + 11 * mib));
+  EXPECT_TRUE(resident(b.data() + 40 * mib));
+  EXPECT_FALSE(resident(b.data() + 56 * mib));
+  EXPECT_EQ(b.data()[40 * mib], 7);
+  EXPECT_EQ(b.data()[8 * mib + 100], 0);
+  b.populate(0, 0);
+  b.populate(64 * mib, 0);
+  EXPECT_THROW(b.populate(64 * mib, 1), Error);
+  EXPECT_THROW(b.populate(1, SIZE_MAX), Error);
 }
 
 TEST(HugePageVector, LargeBuffersStartOnAHugePageAndKeepTheirElementsAsTheyGrow) {
