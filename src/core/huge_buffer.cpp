@@ -51,7 +51,7 @@ HugePageBuffer::HugePageBuffer(size_t bytes) : size_(bytes) {
   if (bytes == 0) return;
   if (bytes > SIZE_MAX - kHugePage) throw Error("HugePageBuffer: size overflows");
   // Whole huge pages, so the last one can be huge too; anonymous memory is zero-filled.
-  mapped_ = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  mapped_ = whole_huge_pages(bytes);
   void* p = ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     throw Error("cannot map " + std::to_string(bytes) + " bytes: " + std::strerror(errno));

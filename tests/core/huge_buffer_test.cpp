@@ -4,16 +4,18 @@
 #include "core/huge_buffer.h"
 
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 
 #include <cstdint>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "support/resident.h"
 
 namespace strata {
 namespace {
+
+using testing::page_resident;
 
 TEST(HugePageBuffer, IsZeroFilledAlignedAndWritable) {
   const size_t n = (size_t{3} << 20) + 123;  // not a whole number of huge pages
@@ -43,14 +45,6 @@ TEST(HugePageBuffer, ZeroBytesIsEmpty) {
   EXPECT_EQ(b.size(), 0u);
 }
 
-// Whether the 4 KiB page holding p is backed by memory (mincore).
-bool resident(const uint8_t* p) {
-  const auto page = reinterpret_cast<uintptr_t>(p) / 4096 * 4096;
-  unsigned char in_core = 0;
-  EXPECT_EQ(::mincore(reinterpret_cast<void*>(page), 4096, &in_core), 0);
-  return (in_core & 1) != 0;
-}
-
 TEST(HugePageBuffer, PopulateBacksTheRangeAndKeepsItsBytes) {
   // Huge pages would back a whole 2 MiB around any touched byte, so this checks pages 16 MiB
   // apart: the populated ones are resident, one never touched is not (when THP is off or
@@ -60,10 +54,10 @@ TEST(HugePageBuffer, PopulateBacksTheRangeAndKeepsItsBytes) {
   b.data()[40 * mib] = 7;
   b.populate(8 * mib + 100, 3 * mib);
   b.populate(40 * mib, 1);
-  EXPECT_TRUE(resident(b.data() + 8 * mib + 100));
-  EXPECT_TRUE(resident(b.data() + 11 * mib));
-  EXPECT_TRUE(resident(b.data() + 40 * mib));
-  EXPECT_FALSE(resident(b.data() + 56 * mib));
+  EXPECT_TRUE(page_resident(b.data() + 8 * mib + 100));
+  EXPECT_TRUE(page_resident(b.data() + 11 * mib));
+  EXPECT_TRUE(page_resident(b.data() + 40 * mib));
+  EXPECT_FALSE(page_resident(b.data() + 56 * mib));
   EXPECT_EQ(b.data()[40 * mib], 7);
   EXPECT_EQ(b.data()[8 * mib + 100], 0);
   b.populate(0, 0);

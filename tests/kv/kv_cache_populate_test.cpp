@@ -1,21 +1,16 @@
 // KvCache::populate: backs the first blocks of every (layer, head) region, in the K and V
 // pools, and no block far past them; the tiles still read as zero.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 
 #include <cstdint>
 
 #include "kv/kv_cache.h"
+#include "support/resident.h"
 
 namespace strata {
 namespace {
 
-bool resident(const uint8_t* p) {
-  const auto page = reinterpret_cast<uintptr_t>(p) / 4096 * 4096;
-  unsigned char in_core = 0;
-  EXPECT_EQ(::mincore(reinterpret_cast<void*>(page), 4096, &in_core), 0);
-  return (in_core & 1) != 0;
-}
+using testing::page_resident;
 
 TEST(KvCachePopulate, BacksTheFirstBlocksOfEveryLayerAndHead) {
   KvCacheConfig c;
@@ -30,17 +25,17 @@ TEST(KvCachePopulate, BacksTheFirstBlocksOfEveryLayerAndHead) {
   for (int64_t l = 0; l < c.n_layers; ++l) {
     for (int64_t h = 0; h < c.n_kv_heads; ++h) {
       for (int64_t b : {0, 2}) {
-        EXPECT_TRUE(resident(cache.k_tile(l, b, h))) << l << " " << h << " " << b;
-        EXPECT_TRUE(resident(cache.v_tile(l, b, h))) << l << " " << h << " " << b;
+        EXPECT_TRUE(page_resident(cache.k_tile(l, b, h))) << l << " " << h << " " << b;
+        EXPECT_TRUE(page_resident(cache.v_tile(l, b, h))) << l << " " << h << " " << b;
         EXPECT_EQ(cache.k_tile(l, b, h)[0], 0);
       }
       // 3 MiB past the region's start: beyond any huge page the first blocks share.
-      EXPECT_FALSE(resident(cache.k_tile(l, 3 * 256, h))) << l << " " << h;
+      EXPECT_FALSE(page_resident(cache.k_tile(l, 3 * 256, h))) << l << " " << h;
     }
   }
   cache.populate(-1);  // the whole pool
-  EXPECT_TRUE(resident(cache.k_tile(2, 4095, 1)));
-  EXPECT_TRUE(resident(cache.v_tile(1, 3000, 0)));
+  EXPECT_TRUE(page_resident(cache.k_tile(2, 4095, 1)));
+  EXPECT_TRUE(page_resident(cache.v_tile(1, 3000, 0)));
 }
 
 }  // namespace
