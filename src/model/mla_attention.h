@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attention/latent_attention.h"
+#include "core/huge_buffer.h"
 #include "core/thread_pool.h"
 #include "kv/forward_batch.h"
 #include "kv/kv_cache.h"
@@ -53,9 +54,12 @@ class MlaAttention {
                const ForwardBatch& batch, const float* xb, const float* rope_cos,
                const float* rope_sin, KvCache& cache, ThreadPool& pool,
                std::vector<uint8_t>& scratch, float* out);
+  // Grows the buffers to batches of n_tokens (forward does so itself; the engine calls it
+  // at start so that the first request does not fault the pages in).
+  void reserve(const ModelConfig& config, int64_t n_tokens);
+  int64_t capacity() const { return capacity_; }
 
  private:
-  void reserve(const ModelConfig& config, int64_t n_tokens);
   void absorbed(const ModelConfig& config, const LayerWeights& w, int64_t layer,
                 const ForwardBatch& batch, KvCache& cache, ThreadPool& pool,
                 std::vector<uint8_t>& scratch);
@@ -63,15 +67,15 @@ class MlaAttention {
                ThreadPool& pool, std::vector<uint8_t>& scratch);
 
   int64_t capacity_ = 0;
-  std::vector<float> q_a_;    // (T, q_lora_rank)
-  std::vector<float> q_;      // (T, n_heads*(nope+rope))
-  std::vector<float> kv_a_;   // (T, kv_lora_rank+rope) [c_kv, k_pe]
-  std::vector<float> q_lat_;  // (T, n_heads, kv_lora_rank+rope) absorbed queries
-  std::vector<float> o_lat_;  // (T, n_heads, kv_lora_rank) attention in latent space
-  std::vector<float> head_in_,
-      head_out_;               // (T, max(nope, kv_lora_rank)), (T, max(kv_lora_rank, v))
-  std::vector<float> values_;  // (T, n_heads*v_head_dim)
-  std::vector<KvSlot> slots_;  // (T)
+  HugePageVector<float> q_a_;    // (T, q_lora_rank)
+  HugePageVector<float> q_;      // (T, n_heads*(nope+rope))
+  HugePageVector<float> kv_a_;   // (T, kv_lora_rank+rope) [c_kv, k_pe]
+  HugePageVector<float> q_lat_;  // (T, n_heads, kv_lora_rank+rope) absorbed queries
+  HugePageVector<float> o_lat_;  // (T, n_heads, kv_lora_rank) attention in latent space
+  HugePageVector<float> head_in_,
+      head_out_;                  // (T, max(nope, kv_lora_rank)), (T, max(kv_lora_rank, v))
+  HugePageVector<float> values_;  // (T, n_heads*v_head_dim)
+  std::vector<KvSlot> slots_;     // (T)
   LatentScratch latent_;
 
   MlaAttentionMode mode_ = MlaAttentionMode::absorbed;

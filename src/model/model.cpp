@@ -216,6 +216,15 @@ void Model::reserve(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t b
 void Model::reserve_batch(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t block_size) {
   if (n_tokens <= 0 || n_logits <= 0) return;
   reserve(n_tokens, n_logits, n_threads, block_size);
+  if (config_.moe.enabled()) moe_.reserve(config_, n_tokens);
+  if (config_.mla.enabled()) mla_.reserve(config_, n_tokens);
+}
+
+int64_t Model::reserved_tokens() const {
+  int64_t n = capacity_tokens_;
+  if (config_.moe.enabled()) n = std::min(n, moe_.capacity());
+  if (config_.mla.enabled()) n = std::min(n, mla_.capacity());
+  return n;
 }
 
 void Model::compute_rope_tables(const ForwardBatch& b) {

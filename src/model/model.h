@@ -93,10 +93,12 @@ class Model {
   // valid until the next call. Buffers grow to the largest batch seen and are reused, so
   // a steady decode loop does not allocate.
   std::span<const float> forward(const ForwardBatch& batch, KvCache& cache, ThreadPool& pool);
-  // Grows the batch buffers now for up to `n_tokens` tokens and `n_logits` logit rows (a
-  // server's first request then does not pay their first touch inside its first forward;
-  // MoE and MLA layers still grow theirs in the first forward that needs them).
+  // Grows the batch buffers now for up to `n_tokens` tokens and `n_logits` logit rows, the
+  // MoE and MLA layers' too (a server's first request then does not pay their first touch
+  // inside its first forward).
   void reserve_batch(int64_t n_tokens, int64_t n_logits, int n_threads, int64_t block_size);
+  // The largest batch every buffer of this model's layers (dense, MoE, MLA) holds now.
+  int64_t reserved_tokens() const;
 
   // The matrix bound from tensor `name` (find_matrix in weights.h), or null. A probe may
   // rebind it between forward passes to data of the same shape in any type the kernels

@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "core/huge_buffer.h"
 #include "core/thread_pool.h"
 #include "model/config.h"
 #include "model/weights.h"
@@ -66,9 +67,12 @@ class MoeFfn {
   void forward(const ModelConfig& config, const MoeWeights& w, int64_t layer, const float* x,
                int64_t n_tokens, float* out, ThreadPool& pool, std::vector<uint8_t>& scratch,
                ExpertLoad& load);
+  // Grows the buffers to batches of n_tokens (forward does so itself; the engine calls it
+  // at start so that the first request does not fault the pages in).
+  void reserve(const ModelConfig& config, int64_t n_tokens);
+  int64_t capacity() const { return capacity_; }
 
  private:
-  void reserve(const ModelConfig& config, int64_t n_tokens);
   void route(const ModelConfig& config, const MoeWeights& w, const float* x, int64_t n_tokens,
              ThreadPool& pool, std::vector<uint8_t>& scratch);
   void run_expert(const ModelConfig& config, const MoeWeights& w, int64_t expert, const float* x,
@@ -79,15 +83,15 @@ class MoeFfn {
                   float* out, ThreadPool& pool, std::vector<uint8_t>& scratch);
 
   int64_t capacity_ = 0;
-  std::vector<float> logits_;                   // (T, n_experts) router logits
-  std::vector<float> probs_;                    // (n_experts) route_token scratch
-  std::vector<ExpertChoice> choices_;           // (T, k)
-  std::vector<int32_t> expert_begin_;           // (n_experts + 1) offsets into routed_
-  std::vector<int32_t> routed_;                 // (T * k) choice indices t*k+j grouped by expert
-  std::vector<float> xe_;                       // (T, dim) inputs of one expert's tokens
-  std::vector<float> gate_, up_;                // (T, expert_ffn) or (k, expert_ffn) at decode
-  std::vector<float> ye_;                       // (T, dim) one expert's outputs
-  std::vector<float> shared_gate_, shared_up_;  // (T, shared_ffn)
+  HugePageVector<float> logits_;                   // (T, n_experts) router logits
+  std::vector<float> probs_;                       // (n_experts) route_token scratch
+  std::vector<ExpertChoice> choices_;              // (T, k)
+  std::vector<int32_t> expert_begin_;              // (n_experts + 1) offsets into routed_
+  std::vector<int32_t> routed_;                    // (T * k) choice indices t*k+j grouped by expert
+  HugePageVector<float> xe_;                       // (T, dim) inputs of one expert's tokens
+  HugePageVector<float> gate_, up_;                // (T, expert_ffn) or (k, expert_ffn) at decode
+  HugePageVector<float> ye_;                       // (T, dim) one expert's outputs
+  HugePageVector<float> shared_gate_, shared_up_;  // (T, shared_ffn)
 };
 
 }  // namespace strata

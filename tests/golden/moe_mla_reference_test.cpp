@@ -218,6 +218,31 @@ INSTANTIATE_TEST_SUITE_P(Presets, BatchInvariance,
                            return n;
                          });
 
+// The engine sizes a model's batch buffers at start (Model::reserve_batch), the MoE and
+// MLA layers' with the dense ones, so that a server's first request does not fault their
+// pages in; the logits are those of a model that grew them in its first forward.
+class ReserveBatch : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ReserveBatch, SizesEveryLayersBuffersAndKeepsTheLogits) {
+  auto reserved = Model::load(preset_model(GetParam(), DType::Q8_0));
+  auto grown = Model::load(preset_model(GetParam(), DType::Q8_0));
+  EXPECT_EQ(reserved->reserved_tokens(), 0);
+  reserved->reserve_batch(64, 1, 2, 16);
+  EXPECT_GE(reserved->reserved_tokens(), 64);
+  EXPECT_EQ(engine_logits(*reserved, kPrompt, kPrompt.size(), 2),
+            engine_logits(*grown, kPrompt, kPrompt.size(), 2));
+  EXPECT_GE(grown->reserved_tokens(), static_cast<int64_t>(kPrompt.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, ReserveBatch,
+                         ::testing::Values("tiny", "qwen3moe-tiny", "deepseek2-tiny"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
 // The decompressed form of MLA (keys and values expanded from the latent rows) computes
 // the same attention as the absorbed one in another order: both match the reference.
 TEST(MlaDecompressed, MatchesTheScalarReference) {
