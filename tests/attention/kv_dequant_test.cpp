@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -82,6 +84,9 @@ void expect_store_same_as_reference(StoreRow f, const char* name, DType type) {
         t.src[static_cast<size_t>(4 * hd + 1)] = std::nanf("");
         t.src[static_cast<size_t>(5 * hd + 2)] = -INFINITY;
         t.src[static_cast<size_t>(5 * hd)] = 1e-40f;  // subnormal
+        t.src[static_cast<size_t>(3 * hd + 3)] = -std::nanf("");
+        t.src[static_cast<size_t>(2 * hd + 5)] = std::bit_cast<float>(0x7f800001u);  // signaling
+        t.src[static_cast<size_t>(1 * hd + 7)] = std::bit_cast<float>(0xff800002u);
       }
       for (bool keys : {true, false}) {
         std::vector<uint8_t> want((keys ? t.k : t.v).size(), 0x5A), got(want);
