@@ -1,5 +1,5 @@
 // The internal interleaved layouts (Q4_0_X16 and Q8_0_X16 weights, Q8_0_X16A
-// activations; Q6_K_X16, Q4_K_X16, Q5_K_X16, IQ4_XS_X16 and Q3_K_X16 weights, Q8_K_X16A
+// activations; Q6_K_X16, Q4_K_X16, Q5_K_X16, IQ4_XS_X16, Q3_K_X16 and Q2_K_X16 weights, Q8_K_X16A
 // activations):
 // repacking is a
 // lossless byte move, the activation layout is the same whichever level converts it, the scalar
@@ -53,8 +53,8 @@ const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16, DType::Q8_0, DType::Q8_0_X
 // file layouts, or Q4_K_X16).
 bool avx512_only(DType x16) {
   return x16 == DType::Q4_1_X16 || x16 == DType::Q5_0_X16 || x16 == DType::Q5_1_X16 ||
-         x16 == DType::IQ4_NL_X16 || x16 == DType::Q2_K_X16 || x16 == DType::Q4_K_X16P ||
-         x16 == DType::Q5_K_X16P || x16 == DType::IQ4_XS_X16P;
+         x16 == DType::IQ4_NL_X16 || x16 == DType::Q4_K_X16P || x16 == DType::Q5_K_X16P ||
+         x16 == DType::IQ4_XS_X16P;
 }
 
 // The fp16 super-block scales of a repacked row: leading each X16 group (16 of them, one
@@ -258,6 +258,9 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_EQ(repacked_weight_type(DType::Q3_K, 2048), avx2 ? DType::Q3_K_X16 : DType::Q3_K);
   EXPECT_THROW(repack_weight_rows(DType::Q3_K, DType::Q3_K_X16, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q3_K, DType::IQ4_XS_X16, buf.data(), 1, 512), Error);
+  EXPECT_EQ(repacked_weight_type(DType::Q2_K, 2048), avx2 ? DType::Q2_K_X16 : DType::Q2_K);
+  EXPECT_EQ(repacked_weight_type(DType::Q2_K, 480), DType::Q2_K);
+  EXPECT_THROW(repack_weight_rows(DType::Q2_K, DType::Q2_K_X16, buf.data(), 1, 200), Error);
   for (const Pair& p : kPairs) {
     if (!avx512_only(p.x16)) continue;
     const DType without = p.file == DType::Q4_K     ? q4_k_by_super_block

@@ -63,6 +63,11 @@ void iq4_xs_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, con
 float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q3_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// Q2_K_X16 weights against Q8_K_X16A activations (kquant_q2_x16_avx2.cpp); bit-identical to
+// ref::q2_k_x16_vec_dot.
+float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q2_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
