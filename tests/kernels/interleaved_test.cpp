@@ -49,12 +49,9 @@ const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16, DType::Q8_0, DType::Q8_0_X
                        {DType::Q5_K, DType::Q5_K_X16P, DType::Q8_K, DType::Q8_0_X16A},
                        {DType::IQ4_XS, DType::IQ4_XS_X16P, DType::Q8_K, DType::Q8_0_X16A}};
 
-// Q4_1_X16 .. Q2_K_X16 and Q4_K_X16P have AVX-512 kernels only (AVX2 machines keep the
-// file layouts, or Q4_K_X16).
+// The K pairs have AVX-512 kernels only (AVX2 machines keep Q4_K_X16 and the like).
 bool avx512_only(DType x16) {
-  return x16 == DType::Q4_1_X16 || x16 == DType::Q5_0_X16 || x16 == DType::Q5_1_X16 ||
-         x16 == DType::IQ4_NL_X16 || x16 == DType::Q4_K_X16P || x16 == DType::Q5_K_X16P ||
-         x16 == DType::IQ4_XS_X16P;
+  return x16 == DType::Q4_K_X16P || x16 == DType::Q5_K_X16P || x16 == DType::IQ4_XS_X16P;
 }
 
 // The fp16 super-block scales of a repacked row: leading each X16 group (16 of them, one
@@ -261,6 +258,15 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_EQ(repacked_weight_type(DType::Q2_K, 2048), avx2 ? DType::Q2_K_X16 : DType::Q2_K);
   EXPECT_EQ(repacked_weight_type(DType::Q2_K, 480), DType::Q2_K);
   EXPECT_THROW(repack_weight_rows(DType::Q2_K, DType::Q2_K_X16, buf.data(), 1, 200), Error);
+  for (DType legacy : {DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL}) {
+    const DType x16 = legacy == DType::Q4_1   ? DType::Q4_1_X16
+                      : legacy == DType::Q5_0 ? DType::Q5_0_X16
+                      : legacy == DType::Q5_1 ? DType::Q5_1_X16
+                                              : DType::IQ4_NL_X16;
+    EXPECT_EQ(repacked_weight_type(legacy, 2048), avx2 ? x16 : legacy) << dtype_name(legacy);
+    EXPECT_EQ(repacked_weight_type(legacy, 480), legacy) << dtype_name(legacy);
+    EXPECT_THROW(repack_weight_rows(legacy, x16, buf.data(), 1, 480), Error);
+  }
   for (const Pair& p : kPairs) {
     if (!avx512_only(p.x16)) continue;
     const DType without = p.file == DType::Q4_K     ? q4_k_by_super_block

@@ -13,8 +13,23 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace strata::kernels::avx2 {
+
+// `value` in byte b of the result where bit b of the 32 bits at p is set, 0 elsewhere (the
+// high bits of Q3_K and Q5 quants, stored as bit masks).
+static inline __m256i bit_bytes(const uint8_t* p, char value) {
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+  return _mm256_and_si256(set, _mm256_set1_epi8(value));
+}
 
 static inline float half_to_float(uint16_t h) {
   return _cvtsh_ss(h);

@@ -13,10 +13,10 @@ namespace strata::kernels {
 // The layout a weight matrix of `type` with rows of `cols` elements is best repacked into
 // on this CPU, or `type` itself when no repacking pays: Q4_0 -> Q4_0_X16 and Q8_0 ->
 // Q8_0_X16 where cpu_kernel_isa() has AVX2 (or AVX-512 VNNI) and cols is a multiple of
-// kQKX16; Q6_K, Q4_K, Q5_K, IQ4_XS, Q3_K and Q2_K -> Q6_K_X16, Q4_K_X16, Q5_K_X16,
-// IQ4_XS_X16, Q3_K_X16 and Q2_K_X16 at the same levels (Q4_K, Q5_K, IQ4_XS -> Q4_K_X16P,
-// Q5_K_X16P, IQ4_XS_X16P with AVX-512 VNNI and whole groups);
-// Q4_1, Q5_0, Q5_1 and IQ4_NL -> their _X16 layouts with AVX-512 VNNI.
+// kQKX16, and Q4_1, Q5_0, Q5_1, IQ4_NL -> their _X16 layouts likewise; Q6_K, Q4_K, Q5_K,
+// IQ4_XS, Q3_K and Q2_K -> Q6_K_X16, Q4_K_X16, Q5_K_X16, IQ4_XS_X16, Q3_K_X16 and Q2_K_X16
+// at the same levels (Q4_K, Q5_K, IQ4_XS -> Q4_K_X16P, Q5_K_X16P, IQ4_XS_X16P with AVX-512
+// VNNI and whole groups).
 DType repacked_weight_type(DType type, int64_t cols);
 
 // Rewrites `rows` rows of `cols` elements from `from` to repacked_weight_type(from, cols)

@@ -1,6 +1,7 @@
 // AVX2 kernels for Q4_0_X16 and Q8_0_X16 weights against Q8_0_X16A activations
 // (blocks.h), for CPUs without AVX-512: the same layouts as interleaved_avx512.cpp, each
-// 64-byte vector of a group taken as two 32-byte halves (blocks 0-7 and 8-15).
+// 64-byte vector of a group taken as two 32-byte halves (blocks 0-7 and 8-15); the row
+// tile is x16_group_avx2.h's.
 //
 // Per half-group and (row, token), the integer dot of each of 8 blocks lands in one int32
 // lane:
@@ -20,34 +21,17 @@
 // bit-identical to it and to the AVX-512 kernels, whatever the tile, batch or thread split.
 #include <immintrin.h>
 
-#include "core/prefetch.h"
-#include "kernels/quant/avx2_util.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx2.h"
 #include "kernels/quant/token_tiles.h"
+#include "kernels/quant/x16_group_avx2.h"
 
 namespace strata::kernels::avx2 {
 namespace {
 
-constexpr int kHalfBlocks = kX16Blocks / 2;  // blocks per 32-byte half
-
-// One half-group's weights: q[k] pairs with activation vector k (elements 4k..4k+3 of
-// each of the half's 8 blocks), and the 8 blocks' scales.
-struct HalfWeights {
-  __m256i q[8];
-  __m256 d;
-};
-
-inline __m256i load32(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
-inline __m256 half_scales(const uint16_t* d) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
-}
-
 struct Q4x16 {
   using Group = BlockQ4_0x16;
+  static constexpr bool kHasMin = false;
   // Unsigned nibbles q + 8: low nibbles of chunk c are elements 4c.., high ones 16 + 4c...
   static void load(const Group& g, int h, HalfWeights& w) {
     const __m256i mask = _mm256_set1_epi8(0x0f);
@@ -71,6 +55,7 @@ struct Q4x16 {
 
 struct Q8x16 {
   using Group = BlockQ8_0x16;
+  static constexpr bool kHasMin = false;
   // The signed quants (stored plus 128).
   static void load(const Group& g, int h, HalfWeights& w) {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
@@ -93,63 +78,24 @@ struct Q8x16 {
   }
 };
 
-// One row x T tokens. Each half-group's weights are unpacked once and used for T tokens;
-// acc[0] holds lanes (blocks) 0-7 of every group, acc[1] lanes 8-15. With kPageKick each
-// group also starts the hardware prefetcher on the page ahead (core/prefetch.h).
-template <class W, int T, bool kPageKick>
-void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
-               int64_t ldy) {
-  __m256 acc[2][T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
-  for (int64_t g = 0; g < ng; ++g) {
-    const auto& group = reinterpret_cast<const typename W::Group*>(w)[g];
-    if constexpr (kPageKick) prefetch_page_ahead(&group, sizeof(typename W::Group));
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      HalfWeights hw;
-      W::load(group, h, hw);
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const auto& ag = reinterpret_cast<const BlockQ8_0x16A*>(a + t * a_stride)[g];
-        const __m256 scale = _mm256_mul_ps(hw.d, _mm256_loadu_ps(ag.d + kHalfBlocks * h));
-        acc[h][t] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(W::dot(hw, ag, h)), acc[h][t]);
-      }
-    }
-  }
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));  // i + 8, then hsum's tree
-}
-
-// The row kernel for gemm_rows_by_token_tiles (token_tiles.h).
-template <class W>
-struct Rows {
-  template <int T, bool kPageKick>
-  static void tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
-                   int64_t ldy) {
-    gemm_tile<W, T, kPageKick>(ng, w, a, a_stride, y, ldy);
-  }
-};
-
 }  // namespace
 
 float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot_by_row_tile<Rows<Q4x16>>(n / kQKX16, w, a);
+  return vec_dot_by_row_tile<GroupRows<Q4x16>>(n / kQKX16, w, a);
 }
 
 float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot_by_row_tile<Rows<Q8x16>>(n / kQKX16, w, a);
+  return vec_dot_by_row_tile<GroupRows<Q8x16>>(n / kQKX16, w, a);
 }
 
 void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_tiles<Rows<Q4x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_by_row_tiles<GroupRows<Q4x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_tiles<Rows<Q8x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  gemm_by_row_tiles<GroupRows<Q8x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 }  // namespace strata::kernels::avx2

@@ -40,8 +40,6 @@ DType repacked_weight_type(DType type, int64_t cols) {
   }
   if (groups && type == DType::Q4_0) return DType::Q4_0_X16;
   if (groups && type == DType::Q8_0) return DType::Q8_0_X16;
-  // These have AVX-512 kernels only; with AVX2 their file-layout kernels run.
-  if (isa < KernelIsa::avx512_vnni) return type;
   if (groups && type == DType::Q4_1) return DType::Q4_1_X16;
   if (groups && type == DType::Q5_0) return DType::Q5_0_X16;
   if (groups && type == DType::Q5_1) return DType::Q5_1_X16;

@@ -11,8 +11,6 @@
 // so every output is bit-identical to it and to the AVX-512 kernel.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "core/prefetch.h"
 #include "kernels/quant/avx2_util.h"
 #include "kernels/quant/blocks.h"
@@ -25,19 +23,6 @@ namespace {
 
 inline __m256i load32(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
-// 4 in byte b of the result where bit b of the 32 bits at p is set.
-inline __m256i high_bits(const uint8_t* p) {
-  uint32_t bits;
-  std::memcpy(&bits, p, 4);
-  const __m256i spread =
-      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
-                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
-                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
-  return _mm256_and_si256(set, _mm256_set1_epi8(4));
 }
 
 // One row x T tokens; acc[0] holds lanes 0-7, acc[1] lanes 8-15.
@@ -71,7 +56,7 @@ void gemm_tile(int64_t nb, const BlockQ3_Kx16* w, const uint8_t* a, int64_t a_st
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         q[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l, 2 * k), low2),
-                               high_bits(wb.hmask + 8 * k + 4 * h));
+                               bit_bytes(wb.hmask + 8 * k + 4 * h, 4));
       }
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {

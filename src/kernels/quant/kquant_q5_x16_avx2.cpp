@@ -6,8 +6,6 @@
 // ref::q5_k_x16_vec_dot and the AVX-512 kernel.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "core/prefetch.h"
 #include "kernels/quant/avx2_util.h"
 #include "kernels/quant/blocks.h"
@@ -20,19 +18,6 @@ namespace {
 
 inline __m256i load32(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
-// 0x10 in byte b of the result where bit b of the 32 bits at p is set.
-inline __m256i high_bits(const uint8_t* p) {
-  uint32_t bits;
-  std::memcpy(&bits, p, 4);
-  const __m256i spread =
-      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
-                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
-                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
-  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
 // One row x T tokens; acc[0] holds lanes 0-7, acc[1] lanes 8-15.
@@ -63,10 +48,10 @@ void gemm_tile(int64_t nb, const BlockQ5_Kx16* w, const uint8_t* a, int64_t a_st
       const __m256i q2 = _mm256_and_si256(_mm256_srli_epi16(l0, 4), low4);
       const __m256i q3 = _mm256_and_si256(_mm256_srli_epi16(l1, 4), low4);
       // The fifth bits of vector k, half h: the 32 bits at qh + 8k + 4h, one per byte.
-      const __m256i q0h = _mm256_or_si256(q0, high_bits(wb.qh + 4 * h));
-      const __m256i q1h = _mm256_or_si256(q1, high_bits(wb.qh + 8 + 4 * h));
-      const __m256i q2h = _mm256_or_si256(q2, high_bits(wb.qh + 16 + 4 * h));
-      const __m256i q3h = _mm256_or_si256(q3, high_bits(wb.qh + 24 + 4 * h));
+      const __m256i q0h = _mm256_or_si256(q0, bit_bytes(wb.qh + 4 * h, 0x10));
+      const __m256i q1h = _mm256_or_si256(q1, bit_bytes(wb.qh + 8 + 4 * h, 0x10));
+      const __m256i q2h = _mm256_or_si256(q2, bit_bytes(wb.qh + 16 + 4 * h, 0x10));
+      const __m256i q3h = _mm256_or_si256(q3, bit_bytes(wb.qh + 24 + 4 * h, 0x10));
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];

@@ -1,0 +1,89 @@
+// The AVX2 row tile shared by the 32-element group layouts (Q4_0_X16, Q8_0_X16, Q4_1_X16,
+// Q5_0_X16, Q5_1_X16, IQ4_NL_X16) against Q8_0_X16A activations, for CPUs without AVX-512:
+// each 64-byte vector of a group taken as two 32-byte halves (blocks 0-7 and 8-15). A layout
+// supplies W:
+//   using Group;                                             // 16 blocks of one row
+//   static constexpr bool kHasMin;                           // blocks have fp16 offsets m
+//   static void load(const Group&, int h, HalfWeights&);     // half h's 8 quant vectors,
+//                                                            // scales d (and offsets m)
+//   static __m256i dot(const HalfWeights&, const BlockQ8_0x16A&, int h);  // int32 lanes
+// Per half-group and (row, token): acc = fma(d_w x d_a, lane, acc), and with offsets
+// acc = fma(m_w, d_a x the activation's block sum, acc), the reference's float steps
+// (legacy_x16_ref.cpp's reduce_groups, interleaved_ref.cpp's), so every output is
+// bit-identical to it and to the AVX-512 kernels, whatever the tile, batch or thread split.
+// Included by *_avx2.cpp files only, so it has internal linkage.
+#pragma once
+
+#include <immintrin.h>
+
+#include "core/prefetch.h"
+#include "kernels/quant/avx2_util.h"
+#include "kernels/quant/blocks.h"
+
+namespace strata::kernels::avx2 {
+namespace {
+
+constexpr int kHalfBlocks = kX16Blocks / 2;  // blocks per 32-byte half
+
+// One half-group's weights: q[k] pairs with activation vector k (elements 4k..4k+3 of
+// each of the half's 8 blocks), and the 8 blocks' scales (and offsets).
+struct HalfWeights {
+  __m256i q[8];
+  __m256 d;
+  __m256 m;
+};
+
+inline __m256i load32(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+inline __m256 half_scales(const uint16_t* d) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
+}
+
+// One row x T tokens. Each half-group's weights are unpacked once and used for T tokens;
+// acc[0] holds lanes (blocks) 0-7 of every group, acc[1] lanes 8-15. With kPageKick each
+// group also starts the hardware prefetcher on the page ahead (core/prefetch.h).
+template <class W, int T, bool kPageKick>
+void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
+               int64_t ldy) {
+  __m256 acc[2][T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < ng; ++g) {
+    const auto& group = reinterpret_cast<const typename W::Group*>(w)[g];
+    if constexpr (kPageKick) prefetch_page_ahead(&group, sizeof(typename W::Group));
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      HalfWeights hw;
+      W::load(group, h, hw);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const auto& ag = reinterpret_cast<const BlockQ8_0x16A*>(a + t * a_stride)[g];
+        const __m256 ad = _mm256_loadu_ps(ag.d + kHalfBlocks * h);
+        acc[h][t] = _mm256_fmadd_ps(_mm256_mul_ps(hw.d, ad), _mm256_cvtepi32_ps(W::dot(hw, ag, h)),
+                                    acc[h][t]);
+        if constexpr (W::kHasMin) {
+          const __m256 sums = _mm256_cvtepi32_ps(load32(ag.sum + kHalfBlocks * h));
+          acc[h][t] = _mm256_fmadd_ps(hw.m, _mm256_mul_ps(ad, sums), acc[h][t]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));  // i + 8, then hsum's tree
+}
+
+// The row kernel for gemm_rows_by_token_tiles (token_tiles.h).
+template <class W>
+struct GroupRows {
+  template <int T, bool kPageKick>
+  static void tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
+                   int64_t ldy) {
+    gemm_tile<W, T, kPageKick>(ng, w, a, a_stride, y, ldy);
+  }
+};
+
+}  // namespace
+}  // namespace strata::kernels::avx2
