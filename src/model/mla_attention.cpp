@@ -32,7 +32,12 @@ void MlaAttention::configure(MlaAttentionMode mode, const ModelConfig& c,
     decompressed_.prepare(c, layers);
 }
 
-void MlaAttention::reserve(const ModelConfig& c, int64_t T) {
+int64_t MlaAttention::capacity() const {
+  return decompressed_.prepared() ? std::min(capacity_, decompressed_.capacity()) : capacity_;
+}
+
+void MlaAttention::reserve(const ModelConfig& c, int64_t T, int n_threads) {
+  if (decompressed_.prepared()) decompressed_.reserve(c, T, n_threads);
   if (T <= capacity_) return;
   const MlaConfig& m = c.mla;
   const auto t = static_cast<size_t>(T);
@@ -130,7 +135,7 @@ void MlaAttention::forward(const ModelConfig& c, const LayerWeights& w, int64_t 
   const MlaConfig& m = c.mla;
   const int64_t T = b.n_tokens(), H = c.n_heads, L = m.kv_lora_rank, R = c.rope_dim;
   const int64_t q_head = m.qk_nope_dim + R, row = L + R;
-  reserve(c, T);
+  reserve(c, T, pool.size());
   // Resolved first, where an error can be thrown.
   for (int64_t t = 0; t < T; ++t) {
     const auto& seq = b.seqs[static_cast<size_t>(b.seq_index[static_cast<size_t>(t)])];

@@ -54,10 +54,11 @@ class MlaAttention {
                const ForwardBatch& batch, const float* xb, const float* rope_cos,
                const float* rope_sin, KvCache& cache, ThreadPool& pool,
                std::vector<uint8_t>& scratch, float* out);
-  // Grows the buffers to batches of n_tokens (forward does so itself; the engine calls it
-  // at start so that the first request does not fault the pages in).
-  void reserve(const ModelConfig& config, int64_t n_tokens);
-  int64_t capacity() const { return capacity_; }
+  // Grows the buffers to batches of n_tokens on n_threads threads, the decompressed form's
+  // too where it is prepared (forward does so itself; the engine calls it at start so that
+  // the first request does not fault the pages in).
+  void reserve(const ModelConfig& config, int64_t n_tokens, int n_threads);
+  int64_t capacity() const;
 
  private:
   void absorbed(const ModelConfig& config, const LayerWeights& w, int64_t layer,

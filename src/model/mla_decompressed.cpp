@@ -25,6 +25,11 @@ Dims dims_of(const ModelConfig& c) {
           c.mla.qk_nope_dim, c.mla.v_head_dim,   c.mla.qk_nope_dim + c.rope_dim};
 }
 
+// One thread's chunk buffers for a sequence of n batch tokens.
+int64_t per_thread_floats(const Dims& d, int64_t n) {
+  return kChunk * (d.L + d.R + d.qk) + d.v * kChunk + n * kChunk + n * d.v;
+}
+
 // Rows [p0, p0 + n) of a sequence's latent cache as row-major floats: c (n, L), pe (n, R).
 void gather_rows(const KvCache& cache, int64_t layer, const SequenceView& seq, int64_t p0,
                  int64_t n, const Dims& d, float* c, float* pe) {
@@ -90,6 +95,23 @@ void MlaDecompressed::prepare(const ModelConfig& c, const std::vector<LayerWeigh
   }
 }
 
+void MlaDecompressed::reserve(const ModelConfig& c, int64_t n, int n_threads) {
+  if (n <= capacity_ && n_threads <= capacity_threads_) return;
+  n = std::max(n, capacity_);
+  n_threads = std::max(n_threads, capacity_threads_);
+  const Dims d = dims_of(c);
+  const auto nh = static_cast<size_t>(n * d.H);
+  q_.resize(std::max(q_.size(), nh * static_cast<size_t>(d.qk)));
+  m_.resize(std::max(m_.size(), nh));
+  l_.resize(std::max(l_.size(), nh));
+  o_.resize(std::max(o_.size(), nh * static_cast<size_t>(d.v)));
+  thread_.resize(
+      std::max(thread_.size(), static_cast<size_t>(per_thread_floats(d, n) * n_threads)));
+  tokens_.reserve(static_cast<size_t>(n));
+  capacity_ = n;
+  capacity_threads_ = n_threads;
+}
+
 void MlaDecompressed::attend(const ModelConfig& c, int64_t layer, const ForwardBatch& b,
                              int32_t seq_i, const KvCache& cache, float scale, const float* q,
                              float* values, ThreadPool& pool) {
@@ -106,6 +128,7 @@ void MlaDecompressed::attend(const ModelConfig& c, int64_t layer, const ForwardB
   const auto n = static_cast<int64_t>(tokens_.size());
   if (n == 0) return;
   const auto nh = static_cast<size_t>(n * d.H);
+  reserve(c, n, pool.size());
   q_.resize(nh * static_cast<size_t>(d.qk));
   for (int64_t i = 0; i < n; ++i)
     std::copy_n(q + tokens_[static_cast<size_t>(i)] * d.H * d.qk, d.H * d.qk,
@@ -113,7 +136,7 @@ void MlaDecompressed::attend(const ModelConfig& c, int64_t layer, const ForwardB
   m_.assign(nh, -std::numeric_limits<float>::infinity());
   l_.assign(nh, 0.0f);
   o_.assign(nh * static_cast<size_t>(d.v), 0.0f);
-  const int64_t per_thread = kChunk * (d.L + d.R + d.qk) + d.v * kChunk + n * kChunk + n * d.v;
+  const int64_t per_thread = per_thread_floats(d, n);
   thread_.resize(static_cast<size_t>(per_thread * pool.size()));
   const auto& f32 = kernels::type_traits(DType::F32);
   const float* kb_all = kb_t_[static_cast<size_t>(layer)].data();

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/huge_buffer.h"
 #include "core/thread_pool.h"
 #include "kv/forward_batch.h"
 #include "kv/kv_cache.h"
@@ -34,13 +35,20 @@ class MlaDecompressed {
   // The heads are split across the pool; each output is the same whatever the thread count.
   void attend(const ModelConfig& config, int64_t layer, const ForwardBatch& batch, int32_t seq,
               const KvCache& cache, float scale, const float* q, float* values, ThreadPool& pool);
+  // Grows the buffers for a sequence of n_tokens batch tokens on n_threads threads (attend
+  // does so itself; the engine calls it at start so that the first request does not fault
+  // the pages in).
+  void reserve(const ModelConfig& config, int64_t n_tokens, int n_threads);
+  int64_t capacity() const { return capacity_; }
 
  private:
   std::vector<std::vector<float>> kb_t_;  // per layer: (n_heads, nope, kv_lora_rank)
   std::vector<std::vector<float>> vb_;    // per layer: (n_heads, v, kv_lora_rank)
   std::vector<int32_t> tokens_;           // batch tokens of the sequence being attended
-  std::vector<float> q_, m_, l_, o_;      // (n, H, nope+rope), (n, H), (n, H), (n, H, v)
-  std::vector<float> thread_;             // per-thread chunk buffers
+  HugePageVector<float> q_, m_, l_, o_;   // (n, H, nope+rope), (n, H), (n, H), (n, H, v)
+  HugePageVector<float> thread_;          // per-thread chunk buffers
+  int64_t capacity_ = 0;                  // tokens q_ ... thread_ hold on capacity_threads_
+  int capacity_threads_ = 0;
 };
 
 }  // namespace strata

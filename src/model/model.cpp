@@ -217,7 +217,7 @@ void Model::reserve_batch(int64_t n_tokens, int64_t n_logits, int n_threads, int
   if (n_tokens <= 0 || n_logits <= 0) return;
   reserve(n_tokens, n_logits, n_threads, block_size);
   if (config_.moe.enabled()) moe_.reserve(config_, n_tokens);
-  if (config_.mla.enabled()) mla_.reserve(config_, n_tokens);
+  if (config_.mla.enabled()) mla_.reserve(config_, n_tokens, n_threads);
 }
 
 int64_t Model::reserved_tokens() const {
