@@ -37,19 +37,19 @@ struct Q4x16 {
     const __m256i mask = _mm256_set1_epi8(0x0f);
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
-      const __m256i v = load32(g.qs + 64 * c + 32 * h);
+      const __m256i v = load256(g.qs + 64 * c + 32 * h);
       w.q[c] = _mm256_and_si256(v, mask);
       w.q[c + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
     }
     w.d = half_scales(g.d + kHalfBlocks * h);
   }
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
-    __m256i s16 = _mm256_maddubs_epi16(w.q[0], load32(a.qs + 32 * h));
+    __m256i s16 = _mm256_maddubs_epi16(w.q[0], load256(a.qs + 32 * h));
 #pragma GCC unroll 7
     for (int k = 1; k < 8; ++k)
-      s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w.q[k], load32(a.qs + 64 * k + 32 * h)));
+      s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w.q[k], load256(a.qs + 64 * k + 32 * h)));
     const __m256i lanes = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
-    return _mm256_sub_epi32(lanes, _mm256_slli_epi32(load32(a.sum + kHalfBlocks * h), 3));
+    return _mm256_sub_epi32(lanes, _mm256_slli_epi32(load256(a.sum + kHalfBlocks * h), 3));
   }
 };
 
@@ -61,7 +61,7 @@ struct Q8x16 {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
     const uint8_t* qs = q8_0_x16_qs(g);
 #pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) w.q[k] = _mm256_xor_si256(load32(qs + 64 * k + 32 * h), flip);
+    for (int k = 0; k < 8; ++k) w.q[k] = _mm256_xor_si256(load256(qs + 64 * k + 32 * h), flip);
     w.d = half_scales(q8_0_x16_d(g) + kHalfBlocks * h);
   }
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
@@ -70,7 +70,7 @@ struct Q8x16 {
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
       const __m256i q = w.q[k];
-      const __m256i signed_a = _mm256_sign_epi8(load32(a.qs + 64 * k + 32 * h), q);
+      const __m256i signed_a = _mm256_sign_epi8(load256(a.qs + 64 * k + 32 * h), q);
       lanes = _mm256_add_epi32(
           lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), signed_a), ones));
     }

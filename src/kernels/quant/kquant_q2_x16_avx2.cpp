@@ -1,94 +1,58 @@
 // AVX2 kernel for Q2_K_X16 weights against Q8_K_X16A activations (blocks.h), for CPUs
-// without AVX-512: the layout of kquant_q2_x16_avx512.cpp, each 64-byte vector taken as two
-// 32-byte halves (lanes 0-7 and 8-15).
+// without AVX-512: the layout of kquant_q2_x16_avx512.cpp on kquant_x16_tile_avx2.h's tile.
 //
 // Per half and (row, token): the 2-bit quants (one shift and an and per vector) by
 // activations at most 127 in magnitude: a vpmaddubsw pair is at most 762 and the 4
 // vectors' sum at most 3048, so the int16 adds cannot saturate; one vpmaddwd by ones widens
 // to int32. Lane j's scale and min are scales[j] & 15 and scales[j] >> 4 (one widening of 8
 // bytes per half). Integer steps are exact and the float steps are ref::q2_k_x16_vec_dot's
-// (d_w x d_a by the scaled sums, then (dmin_w x d_a) / 32 by the bias times the mins; the
-// halves added lane i + 8 first, then avx2_util's hsum tree), so every output is
-// bit-identical to it and to the AVX-512 kernel. The file layout's kernel
+// (d_w x d_a by the scaled sums, then (dmin_w x d_a) / 32 by the bias times the mins), so
+// every output is bit-identical to it and to the AVX-512 kernel. The file layout's kernel
 // (kquant_ext_avx2.cpp) sums each block horizontally instead.
 #include <immintrin.h>
 
-#include "core/prefetch.h"
-#include "kernels/quant/avx2_util.h"
-#include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx2.h"
-#include "kernels/quant/token_tiles.h"
+#include "kernels/quant/kquant_x16_tile_avx2.h"
 
 namespace strata::kernels::avx2 {
 namespace {
 
-inline __m256i load32(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
-// One row x T tokens; acc[0] holds lanes 0-7, acc[1] lanes 8-15.
-template <int T, bool kPageKick>
-void gemm_tile(int64_t nb, const BlockQ2_Kx16* w, const uint8_t* a, int64_t a_stride, float* y,
-               int64_t ldy) {
-  const __m256i low2 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
-  __m256 acc[2][T];
+struct Q2 {
+  using Block = BlockQ2_Kx16;
+  struct Shared {
+    float dw, dmw;
+  };
+  struct Half {
+    __m256i q[4], scales, mins;
+  };
+  static Shared shared(const Block& wb) { return {half_to_float(wb.d), half_to_float(wb.dmin)}; }
+  static Half half(const Block& wb, const Shared&, int h) {
+    Half hw;
+    const __m256i both =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scales + 8 * h)));
+    hw.scales = _mm256_and_si256(both, _mm256_set1_epi32(15));
+    hw.mins = _mm256_srli_epi32(both, 4);
+    const __m256i l = load256(wb.qs + 32 * h);
 #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ2_Kx16& wb = w[b];
-    if constexpr (kPageKick) prefetch_page_ahead(&wb, sizeof(BlockQ2_Kx16));
-    const float dw = half_to_float(wb.d), dmw = half_to_float(wb.dmin);
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m256i both = _mm256_cvtepu8_epi32(
-          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scales + 8 * h)));
-      const __m256i scales = _mm256_and_si256(both, _mm256_set1_epi32(15));
-      const __m256i mins = _mm256_srli_epi32(both, 4);
-      const __m256i l = load32(wb.qs + 32 * h);
-      __m256i q[4];
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) q[k] = _mm256_and_si256(_mm256_srli_epi16(l, 2 * k), low2);
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
-        const __m256i p01 =
-            _mm256_add_epi16(_mm256_maddubs_epi16(q[0], load32(ab.qs + 32 * h)),
-                             _mm256_maddubs_epi16(q[1], load32(ab.qs + 64 + 32 * h)));
-        const __m256i p23 =
-            _mm256_add_epi16(_mm256_maddubs_epi16(q[2], load32(ab.qs + 128 + 32 * h)),
-                             _mm256_maddubs_epi16(q[3], load32(ab.qs + 192 + 32 * h)));
-        const __m256i lanes = _mm256_madd_epi16(_mm256_add_epi16(p01, p23), ones);
-        const __m256 scaled = _mm256_cvtepi32_ps(_mm256_mullo_epi32(lanes, scales));
-        acc[h][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * ab.d), scaled, acc[h][t]);
-        const __m256 min_terms =
-            _mm256_cvtepi32_ps(_mm256_mullo_epi32(load32(ab.bias + 8 * h), mins));
-        acc[h][t] = _mm256_fmadd_ps(_mm256_set1_ps(dmw * ab.d * 0.03125f), min_terms, acc[h][t]);
-      }
-    }
+    for (int k = 0; k < 4; ++k)
+      hw.q[k] = _mm256_and_si256(_mm256_srli_epi16(l, 2 * k), _mm256_set1_epi8(3));
+    return hw;
   }
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));  // i + 8, then hsum's tree
-}
-
-// The row kernel for gemm_rows_by_token_tiles (token_tiles.h).
-struct Rows {
-  template <int T, bool kPageKick>
-  static void tile(int64_t nb, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
-                   int64_t ldy) {
-    gemm_tile<T, kPageKick>(nb, reinterpret_cast<const BlockQ2_Kx16*>(w), a, a_stride, y, ldy);
+  static __m256 fold(const Half& hw, const Shared& s, const BlockQ8_Kx16A& ab, int h, __m256 acc) {
+    acc = fold_scaled(lane_dots_i16(hw.q, ab, h), hw.scales, s.dw, ab.d, acc);
+    return fold_mins(ab, h, hw.mins, s.dmw, acc);
   }
 };
 
 }  // namespace
 
 float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot_by_row_tile<Rows>(n / kQK_K, w, a);
+  return kquant_vec_dot<Q2>(n, w, a);
 }
 
 void q2_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_tiles<Rows>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  kquant_gemm<Q2>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 }  // namespace strata::kernels::avx2

@@ -1,103 +1,68 @@
 // AVX2 kernel for Q4_K_X16 weights against Q8_K_X16A activations (blocks.h), for CPUs
-// without AVX-512: the layout of kquant_q4_x16_avx512.cpp, each 64-byte vector taken as
-// two 32-byte halves (lanes 0-7 and 8-15).
+// without AVX-512: the layout of kquant_q4_x16_avx512.cpp on kquant_x16_tile_avx2.h's tile.
 //
 // Per half and (row, token): vpmaddubsw multiplies the unsigned quants (at most 15) by the
 // activations (at most 127 in magnitude, the Q8_K quantizer's clamp: a pair is at most
-// 3810, vectors 0+1 and 2+3 summed in int16 at most 7620, no saturation), vpmaddwd by ones
-// widens to int32, lane j is the dot product of elements 16j .. 16j + 15; then the scale
-// and min terms, two converts, two multiplies and two fmas per half, lane by lane. Integer steps
-// are exact and the float steps are ref::q4_k_x16_vec_dot's (the halves added lane i + 8 first,
-// then avx2_util's hsum tree), so every output is bit-identical to it and to the AVX-512
-// kernel.
+// 3810, the 4 vectors' int16 sum at most 15240, no saturation), vpmaddwd by ones widens to
+// int32, lane j is the dot product of elements 16j .. 16j + 15; then the scale and min
+// terms as float lane factors (d x sc and dmin x m per half, exact), two converts, two
+// multiplies and two fmas per half, lane by lane. Integer steps are exact and the float
+// steps are ref::q4_k_x16_vec_dot's, so every output is bit-identical to it and to the
+// AVX-512 kernel.
 #include <immintrin.h>
 
-#include "core/prefetch.h"
-#include "kernels/quant/avx2_util.h"
-#include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx2.h"
 #include "kernels/quant/kquant_scales.h"
-#include "kernels/quant/token_tiles.h"
+#include "kernels/quant/kquant_x16_tile_avx2.h"
 
 namespace strata::kernels::avx2 {
 namespace {
 
-inline __m256i load32(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
-// One row x T tokens; acc[0] holds lanes 0-7, acc[1] lanes 8-15.
-template <int T, bool kPageKick>
-void gemm_tile(int64_t nb, const BlockQ4_Kx16* w, const uint8_t* a, int64_t a_stride, float* y,
-               int64_t ldy) {
-  const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-  const __m128i sc_index = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  const __m128i m_index = _mm_add_epi8(sc_index, _mm_set1_epi8(8));
-  __m256 acc[2][T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4_Kx16& wb = w[b];
-    if constexpr (kPageKick) prefetch_page_ahead(&wb, sizeof(BlockQ4_Kx16));
+struct Q4 {
+  using Block = BlockQ4_Kx16;
+  struct Shared {
+    __m128i sc_bytes, m_bytes;
+    __m256 dw, dmw;
+  };
+  struct Half {
+    __m256i q[4];
+    __m256 dsc, dm;  // d x sc and dmin x m per lane
+  };
+  static Shared shared(const Block& wb) {
     const __m128i packed = unpack_q4_k_scales_mins(wb.scales);
-    const __m128i sc_bytes = _mm_shuffle_epi8(packed, sc_index);
-    const __m128i m_bytes = _mm_shuffle_epi8(packed, m_index);
-    const __m256 dw = _mm256_set1_ps(half_to_float(wb.d));
-    const __m256 dmw = _mm256_set1_ps(half_to_float(wb.dmin));
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      // d x sc and dmin x m per lane (exact).
-      const __m256 dsc =
-          _mm256_mul_ps(dw, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-                                h == 0 ? sc_bytes : _mm_unpackhi_epi64(sc_bytes, sc_bytes))));
-      const __m256 dm = _mm256_mul_ps(
-          dmw, _mm256_cvtepi32_ps(
-                   _mm256_cvtepu8_epi32(h == 0 ? m_bytes : _mm_unpackhi_epi64(m_bytes, m_bytes))));
-      const __m256i l0 = load32(wb.qs + 32 * h), l1 = load32(wb.qs + 64 + 32 * h);
-      const __m256i q0 = _mm256_and_si256(l0, low4), q1 = _mm256_and_si256(l1, low4);
-      const __m256i q2 = _mm256_and_si256(_mm256_srli_epi16(l0, 4), low4);
-      const __m256i q3 = _mm256_and_si256(_mm256_srli_epi16(l1, 4), low4);
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
-        const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(q0, load32(ab.qs + 32 * h)),
-                                             _mm256_maddubs_epi16(q1, load32(ab.qs + 64 + 32 * h)));
-        const __m256i p23 =
-            _mm256_add_epi16(_mm256_maddubs_epi16(q2, load32(ab.qs + 128 + 32 * h)),
-                             _mm256_maddubs_epi16(q3, load32(ab.qs + 192 + 32 * h)));
-        const __m256i lanes =
-            _mm256_add_epi32(_mm256_madd_epi16(p01, ones), _mm256_madd_epi16(p23, ones));
-        acc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes),
-                                    _mm256_mul_ps(dsc, _mm256_set1_ps(ab.d)), acc[h][t]);
-        const __m256 bias = _mm256_mul_ps(_mm256_cvtepi32_ps(load32(ab.bias + 8 * h)),
-                                          _mm256_set1_ps(ab.d * 0.03125f));
-        acc[h][t] = _mm256_fmadd_ps(dm, bias, acc[h][t]);
-      }
-    }
+    return {lane_pair_bytes(packed, 0), lane_pair_bytes(packed, 8),
+            _mm256_set1_ps(half_to_float(wb.d)), _mm256_set1_ps(half_to_float(wb.dmin))};
   }
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));  // i + 8, then hsum's tree
-}
-
-// The row kernel for gemm_rows_by_token_tiles (token_tiles.h).
-struct Rows {
-  template <int T, bool kPageKick>
-  static void tile(int64_t nb, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
-                   int64_t ldy) {
-    gemm_tile<T, kPageKick>(nb, reinterpret_cast<const BlockQ4_Kx16*>(w), a, a_stride, y, ldy);
+  static Half half(const Block& wb, const Shared& s, int h) {
+    Half hw;
+    hw.dsc = _mm256_mul_ps(s.dw, _mm256_cvtepi32_ps(half_bytes_u32(s.sc_bytes, h)));
+    hw.dm = _mm256_mul_ps(s.dmw, _mm256_cvtepi32_ps(half_bytes_u32(s.m_bytes, h)));
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const __m256i l0 = load256(wb.qs + 32 * h), l1 = load256(wb.qs + 64 + 32 * h);
+    hw.q[0] = _mm256_and_si256(l0, low4);
+    hw.q[1] = _mm256_and_si256(l1, low4);
+    hw.q[2] = _mm256_and_si256(_mm256_srli_epi16(l0, 4), low4);
+    hw.q[3] = _mm256_and_si256(_mm256_srli_epi16(l1, 4), low4);
+    return hw;
+  }
+  static __m256 fold(const Half& hw, const Shared&, const BlockQ8_Kx16A& ab, int h, __m256 acc) {
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane_dots_i16(hw.q, ab, h)),
+                          _mm256_mul_ps(hw.dsc, _mm256_set1_ps(ab.d)), acc);
+    const __m256 bias = _mm256_mul_ps(_mm256_cvtepi32_ps(load256(ab.bias + 8 * h)),
+                                      _mm256_set1_ps(ab.d * 0.03125f));
+    return _mm256_fmadd_ps(hw.dm, bias, acc);
   }
 };
 
 }  // namespace
 
 float q4_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot_by_row_tile<Rows>(n / kQK_K, w, a);
+  return kquant_vec_dot<Q4>(n, w, a);
 }
 
 void q4_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_tiles<Rows>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  kquant_gemm<Q4>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 }  // namespace strata::kernels::avx2

@@ -1,99 +1,64 @@
-// AVX2 kernel for Q5_K_X16 weights against Q8_K_X16A activations (blocks.h): the steps
-// of kquant_q4_x16_avx2.cpp with the fifth bits or-ed into each quant vector (a broadcast,
-// a byte shuffle, an and, a compare and an and per 32 of them). Quants at most 31 by
-// activations at most 127 in magnitude: a pair is at most 7874 and two vectors' sums
-// at most 15748, so vpmaddubsw and the int16 add cannot saturate. Bit-identical to
-// ref::q5_k_x16_vec_dot and the AVX-512 kernel.
+// AVX2 kernel for Q5_K_X16 weights against Q8_K_X16A activations (blocks.h), on
+// kquant_x16_tile_avx2.h's tile: kquant_q4_x16_avx2.cpp's quant vectors with the fifth bits
+// or-ed in (avx2_util's bit_bytes: a broadcast, a byte shuffle, an and, a compare and an and
+// per 32 of them), and the integer scales and mins of ref::q5_k_x16_vec_dot's steps. Quants
+// at most 31 by activations at most 127 in magnitude: a pair is at most 7874 and the 4
+// vectors' int16 sum at most 31496, so vpmaddubsw and the int16 adds cannot saturate.
+// Bit-identical to ref::q5_k_x16_vec_dot and the AVX-512 kernel.
 #include <immintrin.h>
 
-#include "core/prefetch.h"
-#include "kernels/quant/avx2_util.h"
-#include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx2.h"
 #include "kernels/quant/kquant_scales.h"
-#include "kernels/quant/token_tiles.h"
+#include "kernels/quant/kquant_x16_tile_avx2.h"
 
 namespace strata::kernels::avx2 {
 namespace {
 
-inline __m256i load32(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
-// One row x T tokens; acc[0] holds lanes 0-7, acc[1] lanes 8-15.
-template <int T, bool kPageKick>
-void gemm_tile(int64_t nb, const BlockQ5_Kx16* w, const uint8_t* a, int64_t a_stride, float* y,
-               int64_t ldy) {
-  const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-  const __m128i sc_index = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  const __m128i m_index = _mm_add_epi8(sc_index, _mm_set1_epi8(8));
-  __m256 acc[2][T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ5_Kx16& wb = w[b];
-    if constexpr (kPageKick) prefetch_page_ahead(&wb, sizeof(BlockQ5_Kx16));
+struct Q5 {
+  using Block = BlockQ5_Kx16;
+  struct Shared {
+    __m128i sc_bytes, m_bytes;  // sc[0..7] and m[0..7], each byte twice (one per lane)
+    float dw, dmw;
+  };
+  struct Half {
+    __m256i q[4], scales, mins;
+  };
+  static Shared shared(const Block& wb) {
     const __m128i packed = unpack_q4_k_scales_mins(wb.scales);
-    const __m128i sc_bytes = _mm_shuffle_epi8(packed, sc_index);
-    const __m128i m_bytes = _mm_shuffle_epi8(packed, m_index);
-    const float dw = half_to_float(wb.d), dmw = half_to_float(wb.dmin);
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m256i scales =
-          _mm256_cvtepu8_epi32(h == 0 ? sc_bytes : _mm_unpackhi_epi64(sc_bytes, sc_bytes));
-      const __m256i mins =
-          _mm256_cvtepu8_epi32(h == 0 ? m_bytes : _mm_unpackhi_epi64(m_bytes, m_bytes));
-      const __m256i l0 = load32(wb.qs + 32 * h), l1 = load32(wb.qs + 64 + 32 * h);
-      const __m256i q0 = _mm256_and_si256(l0, low4), q1 = _mm256_and_si256(l1, low4);
-      const __m256i q2 = _mm256_and_si256(_mm256_srli_epi16(l0, 4), low4);
-      const __m256i q3 = _mm256_and_si256(_mm256_srli_epi16(l1, 4), low4);
-      // The fifth bits of vector k, half h: the 32 bits at qh + 8k + 4h, one per byte.
-      const __m256i q0h = _mm256_or_si256(q0, bit_bytes(wb.qh + 4 * h, 0x10));
-      const __m256i q1h = _mm256_or_si256(q1, bit_bytes(wb.qh + 8 + 4 * h, 0x10));
-      const __m256i q2h = _mm256_or_si256(q2, bit_bytes(wb.qh + 16 + 4 * h, 0x10));
-      const __m256i q3h = _mm256_or_si256(q3, bit_bytes(wb.qh + 24 + 4 * h, 0x10));
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
-        const __m256i p01 =
-            _mm256_add_epi16(_mm256_maddubs_epi16(q0h, load32(ab.qs + 32 * h)),
-                             _mm256_maddubs_epi16(q1h, load32(ab.qs + 64 + 32 * h)));
-        const __m256i p23 =
-            _mm256_add_epi16(_mm256_maddubs_epi16(q2h, load32(ab.qs + 128 + 32 * h)),
-                             _mm256_maddubs_epi16(q3h, load32(ab.qs + 192 + 32 * h)));
-        const __m256i lanes =
-            _mm256_add_epi32(_mm256_madd_epi16(p01, ones), _mm256_madd_epi16(p23, ones));
-        const __m256 scaled = _mm256_cvtepi32_ps(_mm256_mullo_epi32(lanes, scales));
-        const __m256 min_terms =
-            _mm256_cvtepi32_ps(_mm256_mullo_epi32(load32(ab.bias + 8 * h), mins));
-        acc[h][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * ab.d), scaled, acc[h][t]);
-        acc[h][t] = _mm256_fmadd_ps(_mm256_set1_ps(dmw * ab.d * 0.03125f), min_terms, acc[h][t]);
-      }
-    }
+    return {lane_pair_bytes(packed, 0), lane_pair_bytes(packed, 8), half_to_float(wb.d),
+            half_to_float(wb.dmin)};
   }
+  static Half half(const Block& wb, const Shared& s, int h) {
+    Half hw;
+    hw.scales = half_bytes_u32(s.sc_bytes, h);
+    hw.mins = half_bytes_u32(s.m_bytes, h);
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const __m256i l0 = load256(wb.qs + 32 * h), l1 = load256(wb.qs + 64 + 32 * h);
+    hw.q[0] = _mm256_and_si256(l0, low4);
+    hw.q[1] = _mm256_and_si256(l1, low4);
+    hw.q[2] = _mm256_and_si256(_mm256_srli_epi16(l0, 4), low4);
+    hw.q[3] = _mm256_and_si256(_mm256_srli_epi16(l1, 4), low4);
+    // The fifth bits of vector k, half h: the 32 bits at qh + 8k + 4h, one per byte.
 #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));  // i + 8, then hsum's tree
-}
-
-// The row kernel for gemm_rows_by_token_tiles (token_tiles.h).
-struct Rows {
-  template <int T, bool kPageKick>
-  static void tile(int64_t nb, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
-                   int64_t ldy) {
-    gemm_tile<T, kPageKick>(nb, reinterpret_cast<const BlockQ5_Kx16*>(w), a, a_stride, y, ldy);
+    for (int k = 0; k < 4; ++k)
+      hw.q[k] = _mm256_or_si256(hw.q[k], bit_bytes(wb.qh + 8 * k + 4 * h, 0x10));
+    return hw;
+  }
+  static __m256 fold(const Half& hw, const Shared& s, const BlockQ8_Kx16A& ab, int h, __m256 acc) {
+    acc = fold_scaled(lane_dots_i16(hw.q, ab, h), hw.scales, s.dw, ab.d, acc);
+    return fold_mins(ab, h, hw.mins, s.dmw, acc);
   }
 };
 
 }  // namespace
 
 float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot_by_row_tile<Rows>(n / kQK_K, w, a);
+  return kquant_vec_dot<Q5>(n, w, a);
 }
 
 void q5_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_tiles<Rows>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  kquant_gemm<Q5>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 }  // namespace strata::kernels::avx2

@@ -30,7 +30,7 @@ inline void load_nibbles(const uint8_t* qs, int h, __m256i (&q)[8]) {
   const __m256i mask = _mm256_set1_epi8(0x0f);
 #pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
-    const __m256i v = load32(qs + 64 * c + 32 * h);
+    const __m256i v = load256(qs + 64 * c + 32 * h);
     q[c] = _mm256_and_si256(v, mask);
     q[c + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
   }
@@ -48,10 +48,10 @@ inline __m256i dot_by_fours(const HalfWeights& w, const BlockQ8_0x16A& a, int h)
   __m256i lanes = _mm256_setzero_si256();
 #pragma GCC unroll 2
   for (int f = 0; f < 2; ++f) {
-    __m256i s16 = _mm256_maddubs_epi16(w.q[4 * f], load32(a.qs + 256 * f + 32 * h));
+    __m256i s16 = _mm256_maddubs_epi16(w.q[4 * f], load256(a.qs + 256 * f + 32 * h));
 #pragma GCC unroll 3
     for (int k = 4 * f + 1; k < 4 * f + 4; ++k)
-      s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w.q[k], load32(a.qs + 64 * k + 32 * h)));
+      s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w.q[k], load256(a.qs + 64 * k + 32 * h)));
     lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(s16, ones));
   }
   return lanes;
@@ -66,10 +66,10 @@ struct Q4_1x16 {
     w.m = half_scales(g.m + kHalfBlocks * h);
   }
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
-    __m256i s16 = _mm256_maddubs_epi16(w.q[0], load32(a.qs + 32 * h));
+    __m256i s16 = _mm256_maddubs_epi16(w.q[0], load256(a.qs + 32 * h));
 #pragma GCC unroll 7
     for (int k = 1; k < 8; ++k)
-      s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w.q[k], load32(a.qs + 64 * k + 32 * h)));
+      s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w.q[k], load256(a.qs + 64 * k + 32 * h)));
     return _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
   }
 };
@@ -84,7 +84,7 @@ struct Q5_0x16 {
   }
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
     return _mm256_sub_epi32(dot_by_fours(w, a, h),
-                            _mm256_slli_epi32(load32(a.sum + kHalfBlocks * h), 4));
+                            _mm256_slli_epi32(load256(a.sum + kHalfBlocks * h), 4));
   }
 };
 
@@ -118,7 +118,7 @@ struct Iq4NLx16 {
     __m256i lanes = _mm256_setzero_si256();
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
-      const __m256i signed_a = _mm256_sign_epi8(load32(a.qs + 64 * k + 32 * h), w.q[k]);
+      const __m256i signed_a = _mm256_sign_epi8(load256(a.qs + 64 * k + 32 * h), w.q[k]);
       lanes = _mm256_add_epi32(
           lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w.q[k]), signed_a), ones));
     }

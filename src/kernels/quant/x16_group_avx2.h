@@ -33,10 +33,6 @@ struct HalfWeights {
   __m256 m;
 };
 
-inline __m256i load32(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
 inline __m256 half_scales(const uint16_t* d) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
 }
@@ -64,7 +60,7 @@ void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride,
         acc[h][t] = _mm256_fmadd_ps(_mm256_mul_ps(hw.d, ad), _mm256_cvtepi32_ps(W::dot(hw, ag, h)),
                                     acc[h][t]);
         if constexpr (W::kHasMin) {
-          const __m256 sums = _mm256_cvtepi32_ps(load32(ag.sum + kHalfBlocks * h));
+          const __m256 sums = _mm256_cvtepi32_ps(load256(ag.sum + kHalfBlocks * h));
           acc[h][t] = _mm256_fmadd_ps(hw.m, _mm256_mul_ps(ad, sums), acc[h][t]);
         }
       }
