@@ -95,15 +95,19 @@ void lane_scaled_tile(int64_t nb, const typename W::Block* w, const uint8_t* a, 
     __m512i scales, mins;
     lane_factors<W>(wb, scales, mins);
     const __m128 dd = block_d_dmin<W>(wb);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(wb.d)));
     __m512i q[4];
     W::vecs(wb, q);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
       const __m512i scaled = _mm512_mullo_epi32(lane_sums<W>(q, ab), scales);
-      const __m128 f = _mm_mul_ps(dd, _mm_set1_ps(ab.d));  // d_w x d_a, dmin_w x d_a
-      acc[t] = _mm512_fmadd_ps(_mm512_broadcastss_ps(f), _mm512_cvtepi32_ps(scaled), acc[t]);
-      if constexpr (W::kHasMin) {
+      if constexpr (!W::kHasMin) {
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(ab.d)),
+                                 _mm512_cvtepi32_ps(scaled), acc[t]);
+      } else {
+        const __m128 f = _mm_mul_ps(dd, _mm_set1_ps(ab.d));  // d_w x d_a, dmin_w x d_a
+        acc[t] = _mm512_fmadd_ps(_mm512_broadcastss_ps(f), _mm512_cvtepi32_ps(scaled), acc[t]);
         // dmin_w x d_a / 32 to every lane in one permute.
         const __m512 fm = _mm512_permutexvar_ps(
             _mm512_set1_epi32(1), _mm512_castps128_ps512(_mm_mul_ps(f, _mm_set1_ps(0.03125f))));
