@@ -228,9 +228,9 @@ int main(int argc, char** argv) {
   strata::kernels::init_cpu_kernels(strata::tools::isa_overrides_from_env());
   const int threads = parse_threads(&argc, argv);
   g_pool = std::make_unique<strata::ThreadPool>(threads);
-  // *_X16: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_XS and Q3_K as models hold them after repacking on
-  // AVX2 and AVX-512 VNNI machines; Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K (and Q4_K, Q5_K as
-  // Q4_K_X16P, Q5_K_X16P) on AVX-512 VNNI machines.
+  // *_X16, *_X16P: the layouts models hold after repacking on AVX2 and AVX-512 VNNI
+  // machines (Q4_K, Q5_K and IQ4_XS as the pairs *_X16P where rows are whole 512-element
+  // groups, as *_X16 otherwise).
   const DType types[] = {
       DType::F32,        DType::F16,      DType::BF16,      DType::Q8_0,      DType::Q8_0_X16,
       DType::Q4_0,       DType::Q4_0_X16, DType::Q4_K,      DType::Q6_K,      DType::Q6_K_X16,

@@ -49,8 +49,8 @@ const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16, DType::Q8_0, DType::Q8_0_X
                        {DType::Q5_K, DType::Q5_K_X16P, DType::Q8_K, DType::Q8_0_X16A},
                        {DType::IQ4_XS, DType::IQ4_XS_X16P, DType::Q8_K, DType::Q8_0_X16A}};
 
-// The K pairs have AVX-512 kernels only (AVX2 machines keep Q4_K_X16 and the like).
-bool avx512_only(DType x16) {
+// The K pairs (files whose rows are whole 512-element groups repack to them).
+bool k_pair(DType x16) {
   return x16 == DType::Q4_K_X16P || x16 == DType::Q5_K_X16P || x16 == DType::IQ4_XS_X16P;
 }
 
@@ -229,24 +229,20 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_THROW(repack_weight_rows(DType::Q6_K, DType::Q6_K_X16, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q6_K, DType::Q4_0_X16, buf.data(), 1, 512), Error);
   EXPECT_EQ(repacked_weight_type(DType::Q6_K, 2048), avx2 ? DType::Q6_K_X16 : DType::Q6_K);
-  const bool avx512 = cpu_kernel_isa() >= KernelIsa::avx512_vnni;
   const DType q4_k_by_super_block = avx2 ? DType::Q4_K_X16 : DType::Q4_K;
-  EXPECT_EQ(repacked_weight_type(DType::Q4_K, 2048),
-            avx512 ? DType::Q4_K_X16P : q4_k_by_super_block);
+  EXPECT_EQ(repacked_weight_type(DType::Q4_K, 2048), avx2 ? DType::Q4_K_X16P : DType::Q4_K);
   EXPECT_EQ(repacked_weight_type(DType::Q4_K, 768), q4_k_by_super_block);  // 3 super-blocks
   EXPECT_EQ(repacked_weight_type(DType::Q4_K, 200), DType::Q4_K);
   EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q4_K_X16P, buf.data(), 1, 768), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q4_K_X16, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q4_K, DType::Q6_K_X16, buf.data(), 1, 512), Error);
   const DType q5_k_by_super_block = avx2 ? DType::Q5_K_X16 : DType::Q5_K;
-  EXPECT_EQ(repacked_weight_type(DType::Q5_K, 2048),
-            avx512 ? DType::Q5_K_X16P : q5_k_by_super_block);
+  EXPECT_EQ(repacked_weight_type(DType::Q5_K, 2048), avx2 ? DType::Q5_K_X16P : DType::Q5_K);
   EXPECT_EQ(repacked_weight_type(DType::Q5_K, 768), q5_k_by_super_block);
   EXPECT_THROW(repack_weight_rows(DType::Q5_K, DType::Q5_K_X16P, buf.data(), 1, 768), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q5_K, DType::Q4_K_X16, buf.data(), 1, 512), Error);
   const DType iq4_xs_by_super_block = avx2 ? DType::IQ4_XS_X16 : DType::IQ4_XS;
-  EXPECT_EQ(repacked_weight_type(DType::IQ4_XS, 2048),
-            avx512 ? DType::IQ4_XS_X16P : iq4_xs_by_super_block);
+  EXPECT_EQ(repacked_weight_type(DType::IQ4_XS, 2048), avx2 ? DType::IQ4_XS_X16P : DType::IQ4_XS);
   EXPECT_EQ(repacked_weight_type(DType::IQ4_XS, 768), iq4_xs_by_super_block);
   EXPECT_THROW(repack_weight_rows(DType::IQ4_XS, DType::IQ4_XS_X16P, buf.data(), 1, 768), Error);
   EXPECT_EQ(repacked_weight_type(DType::IQ4_XS, 200), DType::IQ4_XS);
@@ -268,12 +264,8 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
     EXPECT_THROW(repack_weight_rows(legacy, x16, buf.data(), 1, 480), Error);
   }
   for (const Pair& p : kPairs) {
-    if (!avx512_only(p.x16)) continue;
-    const DType without = p.file == DType::Q4_K     ? q4_k_by_super_block
-                          : p.file == DType::Q5_K   ? q5_k_by_super_block
-                          : p.file == DType::IQ4_XS ? iq4_xs_by_super_block
-                                                    : p.file;
-    EXPECT_EQ(repacked_weight_type(p.file, 2048), avx512 ? p.x16 : without);
+    if (!k_pair(p.x16)) continue;
+    EXPECT_EQ(repacked_weight_type(p.file, 2048), avx2 ? p.x16 : p.file);
     EXPECT_EQ(repacked_weight_type(p.file, 480), p.file);
     EXPECT_THROW(repack_weight_rows(p.file, p.x16, buf.data(), 1, 480), Error);
     EXPECT_THROW(repack_weight_rows(p.file, p.x16, buf.data(), 1, 200), Error);
@@ -504,7 +496,6 @@ void expect_gemm_matches_scalar_model(KernelIsa isa, const Pair& p, int64_t rows
 void expect_level_matches_scalar_models(KernelIsa isa) {
   Rng rng(4);
   for (const Pair& p : kPairs) {
-    if (isa < KernelIsa::avx512_vnni && avx512_only(p.x16)) continue;
     for (const int64_t cols : {512, 1536, 2048}) {
       for (const int64_t rows : {1, 2, 5}) {
         for (const int64_t n_tokens : {1, 2, 3, 4, 5, 9})
@@ -535,7 +526,6 @@ void expect_extremes_match_scalar_models(KernelIsa isa) {
   const int64_t ab_bytes = nb * static_cast<int64_t>(sizeof(BlockQ8_Kx16A));
   Rng rng(5);
   for (const DType type : {DType::Q6_K_X16, DType::Q4_K_X16, DType::Q5_K_X16, DType::Q2_K_X16}) {
-    if (isa < KernelIsa::avx512_vnni && avx512_only(type)) continue;
     const int64_t wb = row_bytes(type, cols);
     // Row 0: quants 0, row 1: the largest; scales at their largest (or most negative).
     for (const int scale_byte : {0x80, 0x7f, 0xff, -1}) {  // -1: random bytes
@@ -595,6 +585,55 @@ TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
   expect_extremes_match_scalar_models(KernelIsa::avx512_vnni);
 }
 
+// The 512-element group layouts at their integer extremes: row 0's quant bytes all 0, row
+// 1's all 0xff (nibbles 15, fifth bits set: 31), the K pairs' six-bit scales and mins all
+// 63, activation quants all +127 (token 0) or -127 (token 1). The AVX2 kernels sum
+// vpmaddubsw pairs in int16, exact only within these bounds.
+TEST(Interleaved, GroupKernelsAtQuantExtremesMatchScalarModels) {
+  const int64_t cols = 2 * kQKX16, rows = 2, n_tokens = 2, ng = cols / kQKX16;
+  std::vector<BlockQ8_0x16A> a(static_cast<size_t>(n_tokens * ng));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t g = 0; g < ng; ++g) {
+      BlockQ8_0x16A& ag = a[static_cast<size_t>(t * ng + g)];
+      const int8_t v = t == 0 ? 127 : -127;
+      std::memset(ag.qs, static_cast<uint8_t>(v), sizeof ag.qs);
+      for (int b = 0; b < kX16Blocks; ++b)
+        ag.sum[b] = 32 * v, ag.d[b] = 0.5f + static_cast<float>(t);
+    }
+  }
+  const int64_t ab = ng * static_cast<int64_t>(sizeof(BlockQ8_0x16A));
+  for (const DType type : {DType::Q4_1_X16, DType::Q5_0_X16, DType::Q5_1_X16, DType::IQ4_NL_X16,
+                           DType::Q4_K_X16P, DType::Q5_K_X16P, DType::IQ4_XS_X16P}) {
+    const int64_t wb = row_bytes(type, cols), group_bytes = wb / ng;
+    std::vector<uint8_t> w(static_cast<size_t>(rows * wb));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t g = 0; g < ng; ++g) {
+        uint8_t* group = w.data() + r * wb + g * group_bytes;
+        std::memset(group, r == 0 ? 0x00 : 0xff, static_cast<size_t>(group_bytes));
+        // Finite scales: fp16 1 and 0.5 in every d, m, dmin (they lead each group).
+        auto* halves = reinterpret_cast<uint16_t*>(group);
+        if (type == DType::Q4_K_X16P || type == DType::Q5_K_X16P) {
+          auto& head = reinterpret_cast<KPairHead*>(group)[0];
+          head.d[0] = head.d[1] = 0x3c00, head.dmin[0] = head.dmin[1] = 0x3800;
+        } else if (type == DType::IQ4_XS_X16P) {
+          auto* heads = reinterpret_cast<IQ4XSHead*>(group);
+          heads[0].d = heads[1].d = 0x3c00;
+        } else {
+          const bool has_min = type == DType::Q4_1_X16 || type == DType::Q5_1_X16;
+          for (int i = 0; i < (has_min ? 2 : 1) * kX16Blocks; ++i)
+            halves[i] = i < 16 ? 0x3c00 : 0x3800;
+        }
+      }
+    }
+    for (const KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512_vnni}) {
+      if (cpu_kernel_isa() < isa) continue;
+      expect_outputs_match_scalar_model(isa, type, w.data(), wb, rows, cols,
+                                        reinterpret_cast<const uint8_t*>(a.data()), ab, n_tokens,
+                                        std::string(kernel_isa_name(isa)) + " extremes");
+    }
+  }
+}
+
 // The K pairs' GEMM unpacks each row's lane factors once for all token tiles, in chunks of
 // rows whose factors fit its buffer (32K floats: 32 rows of 16384 columns); 35 rows make a
 // second chunk with a row left over, 5 tokens a tile and a token left over. Every output
@@ -605,7 +644,7 @@ TEST(Interleaved, KPairGemmOverSeveralFactorChunksMatchesScalarModels) {
   }
   Rng rng(11);
   for (const Pair& p : kPairs) {
-    if (p.x16 == DType::Q4_K_X16P || p.x16 == DType::Q5_K_X16P || p.x16 == DType::IQ4_XS_X16P)
+    if (k_pair(p.x16))
       expect_gemm_matches_scalar_model(KernelIsa::avx512_vnni, p, 35, 16384, 5, rng);
   }
 }

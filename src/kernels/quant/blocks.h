@@ -191,7 +191,7 @@ inline uint8_t* q8_0_x16_qs(BlockQ8_0x16& g) {
   return reinterpret_cast<uint8_t*>(g.words) + q8_0_x16_scales_first(g);
 }
 
-// The other 32-element file types in Q4_0_X16's lane order (AVX-512 VNNI only): 16
+// The other 32-element file types in Q4_0_X16's lane order: 16
 // consecutive blocks, int32 lane b = block b, and quant vector k (k < 8) holds elements
 // 4k..4k+3 of each block at bytes 4b..4b+3.
 //   d[b], m[b]        block b's fp16 scale and (Q4_1, Q5_1) offset
@@ -221,7 +221,7 @@ struct BlockIQ4_NLx16 {
   uint8_t qs[kQKX16 / 2];
 };
 
-// Q4_K_X16P (AVX-512 VNNI only): two consecutive Q4_K super-blocks as one 512-element
+// Q4_K_X16P: two consecutive Q4_K super-blocks as one 512-element
 // group in Q4_0_X16's lane order, int32 lane b working on the 32 elements of sub-block
 // b % 8 of super-block b / 8 (quant vector k holds elements 4k..4k+3 of each):
 //   head              both super-blocks' d and dmin, then the 16 lanes' 6-bit scales and

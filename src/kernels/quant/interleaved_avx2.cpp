@@ -23,7 +23,6 @@
 
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx2.h"
-#include "kernels/quant/token_tiles.h"
 #include "kernels/quant/x16_group_avx2.h"
 
 namespace strata::kernels::avx2 {
@@ -81,21 +80,21 @@ struct Q8x16 {
 }  // namespace
 
 float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot_by_row_tile<GroupRows<Q4x16>>(n / kQKX16, w, a);
+  return group_vec_dot<Q4x16>(n, w, a);
 }
 
 float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot_by_row_tile<GroupRows<Q8x16>>(n / kQKX16, w, a);
+  return group_vec_dot<Q8x16>(n, w, a);
 }
 
 void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_tiles<GroupRows<Q4x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  group_gemm<Q4x16>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_tiles<GroupRows<Q8x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  group_gemm<Q8x16>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 }  // namespace strata::kernels::avx2

@@ -26,10 +26,10 @@ DType repacked_weight_type(DType type, int64_t cols) {
   if (cols <= 0 || isa < KernelIsa::avx2) return type;
   const bool super_blocks = cols % kQK_K == 0, groups = cols % kQKX16 == 0;
   // Super-block pairs: half the per-lane float work of Q4_K_X16, Q5_K_X16 and IQ4_XS_X16
-  // (blocks.h); AVX-512 VNNI only.
-  if (groups && type == DType::Q4_K && isa >= KernelIsa::avx512_vnni) return DType::Q4_K_X16P;
-  if (groups && type == DType::Q5_K && isa >= KernelIsa::avx512_vnni) return DType::Q5_K_X16P;
-  if (groups && type == DType::IQ4_XS && isa >= KernelIsa::avx512_vnni) return DType::IQ4_XS_X16P;
+  // (blocks.h).
+  if (groups && type == DType::Q4_K) return DType::Q4_K_X16P;
+  if (groups && type == DType::Q5_K) return DType::Q5_K_X16P;
+  if (groups && type == DType::IQ4_XS) return DType::IQ4_XS_X16P;
   if (super_blocks) {
     if (type == DType::Q6_K) return DType::Q6_K_X16;
     if (type == DType::Q4_K) return DType::Q4_K_X16;

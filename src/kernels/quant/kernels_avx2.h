@@ -77,6 +77,17 @@ void q5_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 void iq4_nl_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                      int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// The K pairs Q4_K_X16P, Q5_K_X16P and IQ4_XS_X16P against Q8_0_X16A activations
+// (legacy_x16_avx2.cpp); bit-identical to ref::q4_k_x16p_vec_dot ... iq4_xs_x16p_vec_dot.
+float q4_k_x16p_vec_dot(int64_t n, const void* w, const void* a);
+float q5_k_x16p_vec_dot(int64_t n, const void* w, const void* a);
+float iq4_xs_x16p_vec_dot(int64_t n, const void* w, const void* a);
+void q4_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q5_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                      int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 // Q2_K_X16 weights against Q8_K_X16A activations (kquant_q2_x16_avx2.cpp); bit-identical to
 // ref::q2_k_x16_vec_dot.
 float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a);

@@ -19,27 +19,16 @@ namespace {
 struct Q3 {
   using Block = BlockQ3_Kx16;
   struct Shared {
-    __m256i sc_window;  // the 16 bytes ending with the scales, in both 128-bit lanes
     float dw;
   };
   struct Half {
     __m256i q[4], scales;
   };
-  static Shared shared(const Block& wb) {
-    return {_mm256_broadcastsi128_si256(
-                _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales - 4))),
-            half_to_float(wb.d)};
-  }
-  static Half half(const Block& wb, const Shared& s, int h) {
+  static Shared shared(const Block& wb) { return {half_to_float(wb.d)}; }
+  static Half half(const Block& wb, const Shared&, int h) {
     Half hw;
-    const __m256i two = _mm256_shuffle_epi8(
-        s.sc_window, _mm256_load_si256(reinterpret_cast<const __m256i*>(kSixBitLanes.bytes) + h));
-    hw.scales = _mm256_sub_epi32(
-        _mm256_and_si256(
-            _mm256_srlv_epi32(
-                two, _mm256_load_si256(reinterpret_cast<const __m256i*>(kSixBitLanes.shifts) + h)),
-            _mm256_set1_epi32(63)),
-        _mm256_set1_epi32(32));
+    // sc[j] - 32 (the 16 bytes ending with the scales start in the quants).
+    hw.scales = _mm256_sub_epi32(six_bit_lanes_half(wb.scales - 4, h), _mm256_set1_epi32(32));
     const __m256i l = load256(wb.qs + 32 * h);
     // Vector k: bits 2k, 2k + 1 of l, and bit 2 from the 32 bits at hmask + 8k + 4h.
 #pragma GCC unroll 4

@@ -105,6 +105,21 @@ inline constexpr SixBitTables kSixBitLanes = [] {
   return t;
 }();
 
+#ifdef __AVX2__
+// Values 8h .. 8h + 7 of a six-bit string whose 12 bytes are window[4..15] (h < 2), one int32
+// lane each: six_bit_lanes' steps on one 256-bit half.
+inline __m256i six_bit_lanes_half(const uint8_t* window, int h) {
+  const __m256i v =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(window)));
+  const __m256i two = _mm256_shuffle_epi8(
+      v, _mm256_load_si256(reinterpret_cast<const __m256i*>(kSixBitLanes.bytes) + h));
+  return _mm256_and_si256(
+      _mm256_srlv_epi32(
+          two, _mm256_load_si256(reinterpret_cast<const __m256i*>(kSixBitLanes.shifts) + h)),
+      _mm256_set1_epi32(63));
+}
+#endif
+
 #ifdef __AVX512BW__
 // The 16 values of a six-bit string whose 12 bytes are window[4..15], one int32 lane each:
 // the two bytes of each gathered into its dword by one vpshufb of the 16 bytes (in every

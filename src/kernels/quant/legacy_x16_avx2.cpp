@@ -1,5 +1,6 @@
-// AVX2 kernels for Q4_1_X16, Q5_0_X16, Q5_1_X16 and IQ4_NL_X16 weights against Q8_0_X16A
-// activations (blocks.h), for CPUs without AVX-512: the layouts of legacy_x16_avx512.cpp,
+// AVX2 kernels for Q4_1_X16, Q5_0_X16, Q5_1_X16, IQ4_NL_X16 and the K pairs (Q4_K_X16P,
+// Q5_K_X16P, IQ4_XS_X16P) weights against Q8_0_X16A activations (blocks.h), for CPUs
+// without AVX-512: the layouts of legacy_x16_avx512.cpp,
 // each 64-byte vector of a group taken as two 32-byte halves; the row tile is
 // x16_group_avx2.h's. Per half-group and (row, token), the integer dot of each of 8 blocks
 // lands in one int32 lane:
@@ -11,15 +12,21 @@
 //    has Q4_1's offsets;
 //  - IQ4_NL: each nibble looked up in the signed grid (one vpshufb), then |v| by the
 //    activation with v's sign (Q8_0_X16's way: activations are in [-127, 127]), widened
-//    per vector, which is the reference's lane (grid + 128 less 128 x the block sum).
+//    per vector, which is the reference's lane (grid + 128 less 128 x the block sum);
+//  - the K pairs: Q4_1's, Q5_1's and IQ4_NL's steps with the pair's per-lane factors (half h
+//    is super-block h: d x sc and -(dmin x m), or d x (ls - 32)), so a 32-element lane
+//    takes one convert and two fmas per token where Q4_K_X16's 16-element lanes take them
+//    twice (the AVX2 GEMV +37% on Q4_K).
 // The file layouts' AVX2 kernels (legacy_avx2.cpp) sum each block horizontally instead.
 // Every integer step is exact and the float steps are the reference's, so each output is
-// bit-identical to ref::q4_1_x16_vec_dot ... iq4_nl_x16_vec_dot and the AVX-512 kernels.
+// bit-identical to ref::q4_1_x16_vec_dot ... iq4_xs_x16p_vec_dot and the AVX-512 kernels.
 #include <immintrin.h>
+
+#include <cstddef>
 
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx2.h"
-#include "kernels/quant/token_tiles.h"
+#include "kernels/quant/kquant_scales.h"
 #include "kernels/quant/x16_group_avx2.h"
 
 namespace strata::kernels::avx2 {
@@ -40,6 +47,15 @@ inline void load_nibbles(const uint8_t* qs, int h, __m256i (&q)[8]) {
 inline void add_fifth_bits(const uint8_t* qh, int h, __m256i (&q)[8]) {
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) q[k] = _mm256_or_si256(q[k], bit_bytes(qh + 8 * k + 4 * h, 16));
+}
+
+// Half h's 8 nibble vectors looked up in the signed IQ4_NL grid.
+inline void grid_values(const uint8_t* qs, int h, __m256i (&q)[8]) {
+  load_nibbles(qs, h, q);
+  const __m256i grid =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) q[k] = _mm256_shuffle_epi8(grid, q[k]);
 }
 
 // Unsigned quants of at most 31 by the activations: int16 sums of 4 vectors, then int32.
@@ -106,11 +122,7 @@ struct Iq4NLx16 {
   using Group = BlockIQ4_NLx16;
   static constexpr bool kHasMin = false;
   static void load(const Group& g, int h, HalfWeights& w) {
-    load_nibbles(g.qs, h, w.q);
-    const __m256i grid = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) w.q[k] = _mm256_shuffle_epi8(grid, w.q[k]);
+    grid_values(g.qs, h, w.q);
     w.d = half_scales(g.d + kHalfBlocks * h);
   }
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
@@ -126,36 +138,99 @@ struct Iq4NLx16 {
   }
 };
 
+// A K pair's half h is super-block h: its 8 lanes' scales d x sc and offsets -(dmin x m)
+// (blocks.h; both exact in float, so any order gives the reference's values).
+inline void k_pair_factors(const KPairHead& head, int h, HalfWeights& w) {
+  static_assert(offsetof(KPairHead, scales) == 8 && offsetof(KPairHead, mins) == 20);
+  const __m256i sc = six_bit_lanes_half(head.scales - 4, h);
+  const __m256i mn = six_bit_lanes_half(head.mins - 4, h);
+  w.d = _mm256_mul_ps(_mm256_set1_ps(half_to_float(head.d[h])), _mm256_cvtepi32_ps(sc));
+  w.m = _mm256_mul_ps(_mm256_set1_ps(half_to_float(head.dmin[h])),
+                      _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), mn)));
+}
+
+// Q4_1_X16's quants and dot with the K pair's factors.
+struct Q4_Kx16P : Q4_1x16 {
+  using Group = BlockQ4_Kx16P;
+  static void load(const Group& g, int h, HalfWeights& w) {
+    load_nibbles(g.qs, h, w.q);
+    k_pair_factors(g.head, h, w);
+  }
+};
+
+// Q5_1_X16's quants and dot with the K pair's factors.
+struct Q5_Kx16P : Q5_1x16 {
+  using Group = BlockQ5_Kx16P;
+  static void load(const Group& g, int h, HalfWeights& w) {
+    load_nibbles(g.qs, h, w.q);
+    add_fifth_bits(g.qh, h, w.q);
+    k_pair_factors(g.head, h, w);
+  }
+};
+
+// IQ4_NL_X16's quants and dot with lane scales d x (ls - 32) of super-block h.
+struct Iq4XSx16P : Iq4NLx16 {
+  using Group = BlockIQ4_XSx16P;
+  static void load(const Group& g, int h, HalfWeights& w) {
+    grid_values(g.qs, h, w.q);
+    const IQ4XSHead& head = g.head[h];
+    const __m256i ls = _mm256_cvtepu8_epi32(iq4_xs_scale_bytes(head.scales_h, head.scales_l));
+    w.d = _mm256_mul_ps(_mm256_set1_ps(half_to_float(head.d)),
+                        _mm256_cvtepi32_ps(_mm256_sub_epi32(ls, _mm256_set1_epi32(32))));
+  }
+};
+
 }  // namespace
 
 float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot_by_row_tile<GroupRows<Q4_1x16>>(n / kQKX16, w, a);
+  return group_vec_dot<Q4_1x16>(n, w, a);
 }
 float q5_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot_by_row_tile<GroupRows<Q5_0x16>>(n / kQKX16, w, a);
+  return group_vec_dot<Q5_0x16>(n, w, a);
 }
 float q5_1_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot_by_row_tile<GroupRows<Q5_1x16>>(n / kQKX16, w, a);
+  return group_vec_dot<Q5_1x16>(n, w, a);
 }
 float iq4_nl_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  return vec_dot_by_row_tile<GroupRows<Iq4NLx16>>(n / kQKX16, w, a);
+  return group_vec_dot<Iq4NLx16>(n, w, a);
+}
+float q4_k_x16p_vec_dot(int64_t n, const void* w, const void* a) {
+  return group_vec_dot<Q4_Kx16P>(n, w, a);
+}
+float q5_k_x16p_vec_dot(int64_t n, const void* w, const void* a) {
+  return group_vec_dot<Q5_Kx16P>(n, w, a);
+}
+float iq4_xs_x16p_vec_dot(int64_t n, const void* w, const void* a) {
+  return group_vec_dot<Iq4XSx16P>(n, w, a);
 }
 
 void q4_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_tiles<GroupRows<Q4_1x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  group_gemm<Q4_1x16>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 void q5_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_tiles<GroupRows<Q5_0x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  group_gemm<Q5_0x16>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 void q5_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_tiles<GroupRows<Q5_1x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  group_gemm<Q5_1x16>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 void iq4_nl_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                      int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
-  gemm_by_row_tiles<GroupRows<Iq4NLx16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+  group_gemm<Iq4NLx16>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+void q4_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  group_gemm<Q4_Kx16P>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+void q5_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  group_gemm<Q5_Kx16P>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
+void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                      int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  group_gemm<Iq4XSx16P>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
 }  // namespace strata::kernels::avx2

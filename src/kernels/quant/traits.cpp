@@ -212,6 +212,9 @@ Table build_fast(KernelIsa isa) {
   set_kernels(DType::Q5_0_X16, avx2::q5_0_x16_vec_dot, avx2::q5_0_x16_gemm);
   set_kernels(DType::Q5_1_X16, avx2::q5_1_x16_vec_dot, avx2::q5_1_x16_gemm);
   set_kernels(DType::IQ4_NL_X16, avx2::iq4_nl_x16_vec_dot, avx2::iq4_nl_x16_gemm);
+  set_kernels(DType::Q4_K_X16P, avx2::q4_k_x16p_vec_dot, avx2::q4_k_x16p_gemm);
+  set_kernels(DType::Q5_K_X16P, avx2::q5_k_x16p_vec_dot, avx2::q5_k_x16p_gemm);
+  set_kernels(DType::IQ4_XS_X16P, avx2::iq4_xs_x16p_vec_dot, avx2::iq4_xs_x16p_gemm);
   if (isa < KernelIsa::avx512_vnni) return t;
   t[index_of(DType::Q8_0_X16A)].from_float = avx512::q8_0_x16a_from_float;
   t[index_of(DType::Q8_K_X16A)].from_float = avx512::q8_k_x16a_from_float;

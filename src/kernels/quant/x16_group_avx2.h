@@ -19,6 +19,7 @@
 #include "core/prefetch.h"
 #include "kernels/quant/avx2_util.h"
 #include "kernels/quant/blocks.h"
+#include "kernels/quant/token_tiles.h"
 
 namespace strata::kernels::avx2 {
 namespace {
@@ -80,6 +81,18 @@ struct GroupRows {
     gemm_tile<W, T, kPageKick>(ng, w, a, a_stride, y, ldy);
   }
 };
+
+// A layout's vec_dot and gemm (kernels_avx2.h's signatures).
+template <class W>
+float group_vec_dot(int64_t n, const void* w, const void* a) {
+  return vec_dot_by_row_tile<GroupRows<W>>(n / kQKX16, w, a);
+}
+
+template <class W>
+void group_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  gemm_by_row_tiles<GroupRows<W>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
+}
 
 }  // namespace
 }  // namespace strata::kernels::avx2
