@@ -274,8 +274,8 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
 }
 
 // The legacy group layouts: the round trip is exact, element 4k + j of block b is in
-// nibble k / 4 of qs[64 (k % 4) + 4b + j], and (Q5_0, Q5_1) its fifth bit at bit n % 8 of
-// qh[8k + n / 8], n = 4b + j.
+// nibble k / 4 of qs[64 (k % 4) + 4b + j], and (Q5_0, Q5_1) its fifth bit at bit k of
+// qh[4b + j].
 template <class Block, class Group>
 void expect_group_round_trip_and_lanes(DType type, void (*arrange)(const Block*, Group*),
                                        void (*unarrange)(const Group&, Block*)) {
@@ -295,7 +295,7 @@ void expect_group_round_trip_and_lanes(DType type, void (*arrange)(const Block*,
       if constexpr (requires { g.qh; }) {
         uint32_t qh;
         std::memcpy(&qh, blocks[b].qh, sizeof qh);
-        ASSERT_EQ((qh >> e) & 1u, (g.qh[8 * k + n / 8] >> (n % 8)) & 1u) << dtype_name(type);
+        ASSERT_EQ((qh >> e) & 1u, (g.qh[n] >> k) & 1u) << dtype_name(type);
       }
     }
   }
@@ -323,7 +323,7 @@ void expect_k_pair_round_trip_and_lanes(DType type, void (*arrange)(const Block*
       const int file = (sb.qs[32 * (s / 2) + e] >> (4 * (s % 2))) & 15;
       ASSERT_EQ(file, (g.qs[64 * (k % 4) + n] >> (4 * (k / 4))) & 15) << "lane " << b << " " << e;
       if constexpr (requires { g.qh; }) {
-        ASSERT_EQ((sb.qh[e] >> s) & 1, (g.qh[8 * k + n / 8] >> (n % 8)) & 1) << "lane " << b;
+        ASSERT_EQ((sb.qh[e] >> s) & 1, (g.qh[n] >> k) & 1) << "lane " << b;
       }
     }
   }

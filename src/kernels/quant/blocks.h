@@ -195,8 +195,10 @@ inline uint8_t* q8_0_x16_qs(BlockQ8_0x16& g) {
 // consecutive blocks, int32 lane b = block b, and quant vector k (k < 8) holds elements
 // 4k..4k+3 of each block at bytes 4b..4b+3.
 //   d[b], m[b]        block b's fp16 scale and (Q4_1, Q5_1) offset
-//   qh                (Q5_0, Q5_1) 64-bit word k is the byte mask of vector k's fifth bits:
-//                     bit 4b + j = bit 4 of element 4k + j of block b
+//   qh                (Q5_0, Q5_1) bit k of qh[4b + j] = bit 4 of element 4k + j of block
+//                     b: byte n holds the fifth bits of byte n of the 8 quant vectors, so
+//                     vector k's are one 16-bit shift and an and away (bit k to bit 4), in
+//                     a 64-byte register or in 32-byte halves alike
 //   qs                the nibbles as in Q4_0_X16 (IQ4_NL: the grid indices)
 // The 64-byte vectors start 32-byte aligned within a group (every field before qs is a
 // multiple of 32 bytes), for the two-half loads of interleaved_avx512.cpp.
@@ -234,7 +236,7 @@ struct BlockIQ4_NLx16 {
 // (both exact in float) as the lanes' scales and offsets: per 512 elements and token one
 // convert and two fmas where Q4_K_X16's 16-element lanes need them per 256.
 // Q5_K_X16P: the same for Q5_K, with Q5_1_X16's fifth bits:
-//   qh                64-bit word k is the byte mask of vector k's fifth bits (as Q5_1_X16)
+//   qh                the fifth bits as in Q5_1_X16 (bit k of qh[n]: byte n of vector k)
 struct KPairHead {  // the two super-blocks' scales
   uint16_t d[2];
   uint16_t dmin[2];

@@ -6,9 +6,9 @@
 // lands in one int32 lane:
 //  - Q4_1: Q4_0_X16's nibbles (8 vpmaddubsw summed in int16: at most 8 x 2 x 15 x 128),
 //    no offset; the block offsets m enter as m_w x (d_a x the activation's block sum);
-//  - Q5_0, Q5_1: the nibbles plus 16 where the fifth bit is set (qh's 32-bit word per
-//    half and vector); a pair is at most 2 x 31 x 128 = 7936, so 4 vpmaddubsw are summed
-//    in int16 before each vpmaddwd; Q5_0 takes 16 x the block sums off (its offset), Q5_1
+//  - Q5_0, Q5_1: the nibbles plus 16 where the fifth bit is set (bit k of qh's bytes for
+//    vector k, a shift and an and); a pair is at most 2 x 31 x 128 = 7936, so 4 vpmaddubsw are
+//    summed in int16 before each vpmaddwd; Q5_0 takes 16 x the block sums off (its offset), Q5_1
 //    has Q4_1's offsets;
 //  - IQ4_NL: each nibble looked up in the signed grid (one vpshufb), then |v| by the
 //    activation with v's sign (Q8_0_X16's way: activations are in [-127, 127]), widened
@@ -43,10 +43,15 @@ inline void load_nibbles(const uint8_t* qs, int h, __m256i (&q)[8]) {
   }
 }
 
-// Vector k plus 16 where its fifth bit is set (bits 32h.. of qh's 64-bit word k).
+// Vector k plus 16 where its fifth bit is set: bit k of qh[32h + i] moved to bit 4 of byte i
+// (a 16-bit shift and an and; the nibbles have bit 4 clear).
 inline void add_fifth_bits(const uint8_t* qh, int h, __m256i (&q)[8]) {
+  const __m256i bits = load256(qh + 32 * h), bit4 = _mm256_set1_epi8(16);
 #pragma GCC unroll 8
-  for (int k = 0; k < 8; ++k) q[k] = _mm256_or_si256(q[k], bit_bytes(qh + 8 * k + 4 * h, 16));
+  for (int k = 0; k < 8; ++k) {
+    const __m256i at4 = k <= 4 ? _mm256_slli_epi16(bits, 4 - k) : _mm256_srli_epi16(bits, k - 4);
+    q[k] = _mm256_or_si256(q[k], _mm256_and_si256(at4, bit4));
+  }
 }
 
 // Half h's 8 nibble vectors looked up in the signed IQ4_NL grid.

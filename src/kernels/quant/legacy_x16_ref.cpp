@@ -33,21 +33,21 @@ void get_nibbles(const uint8_t* group_qs, int b, uint8_t* block_qs) {
   for (int c = 0; c < 4; ++c) std::memcpy(block_qs + 4 * c, group_qs + 64 * c + 4 * b, 4);
 }
 
-// Element e = 4k + j of block b (fifth bit e of its little-endian qh) <-> bit n % 8 of
-// group qh[8k + n / 8], n = 4b + j: 64-bit word k is the byte mask of quant vector k.
+// Element e = 4k + j of block b (fifth bit e of its little-endian qh) <-> bit k of group
+// qh[n], n = 4b + j: byte n holds the fifth bits of byte n of all 8 quant vectors.
 void put_fifth_bits(const uint8_t* block_qh, int b, uint8_t* group_qh) {
   uint32_t qh;
   std::memcpy(&qh, block_qh, sizeof qh);
   for (int e = 0; e < kQK8_0; ++e) {
     const int n = 4 * b + e % 4;
-    if ((qh >> e) & 1u) group_qh[8 * (e / 4) + n / 8] |= static_cast<uint8_t>(1u << (n % 8));
+    if ((qh >> e) & 1u) group_qh[n] |= static_cast<uint8_t>(1u << (e / 4));
   }
 }
 void get_fifth_bits(const uint8_t* group_qh, int b, uint8_t* block_qh) {
   uint32_t qh = 0;
   for (int e = 0; e < kQK8_0; ++e) {
     const int n = 4 * b + e % 4;
-    qh |= static_cast<uint32_t>((group_qh[8 * (e / 4) + n / 8] >> (n % 8)) & 1) << e;
+    qh |= static_cast<uint32_t>((group_qh[n] >> (e / 4)) & 1) << e;
   }
   std::memcpy(block_qh, &qh, sizeof qh);
 }
@@ -57,7 +57,7 @@ void get_fifth_bits(const uint8_t* group_qh, int b, uint8_t* block_qh) {
 int group_quant(const uint8_t* qs, const uint8_t* qh, int k, int b, int j) {
   const int n = 4 * b + j;
   int q = (qs[64 * (k % 4) + n] >> (4 * (k / 4))) & 15;
-  if (qh != nullptr) q += 16 * ((qh[8 * k + n / 8] >> (n % 8)) & 1);
+  if (qh != nullptr) q += 16 * ((qh[n] >> k) & 1);
   return q;
 }
 
