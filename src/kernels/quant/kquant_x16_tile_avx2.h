@@ -27,15 +27,21 @@
 namespace strata::kernels::avx2 {
 namespace {
 
-// Lane j of half h: the exact dot product of 4 unsigned quant vectors with the activation's,
-// summed in int16 before one widening. The caller's bound: every int16 sum of 4 vpmaddubsw
-// pairs fits (4 x 2 x max quant x 128 < 32768).
-inline __m256i lane_dots_i16(const __m256i (&q)[4], const BlockQ8_Kx16A& a, int h) {
+// The products of 4 unsigned quant vectors with the activation's, summed in int16: lane j of
+// half h as two int16 halves. The caller's bound: every int16 sum of 4 vpmaddubsw pairs fits
+// (4 x 2 x max quant x 128 < 32768).
+inline __m256i lane_sums_i16(const __m256i (&q)[4], const BlockQ8_Kx16A& a, int h) {
   const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(q[0], load256(a.qs + 32 * h)),
                                        _mm256_maddubs_epi16(q[1], load256(a.qs + 64 + 32 * h)));
   const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(q[2], load256(a.qs + 128 + 32 * h)),
                                        _mm256_maddubs_epi16(q[3], load256(a.qs + 192 + 32 * h)));
-  return _mm256_madd_epi16(_mm256_add_epi16(p01, p23), _mm256_set1_epi16(1));
+  return _mm256_add_epi16(p01, p23);
+}
+
+// Lane j of half h: the exact dot product of the 4 quant vectors with the activation's
+// (lane_sums_i16 widened).
+inline __m256i lane_dots_i16(const __m256i (&q)[4], const BlockQ8_Kx16A& a, int h) {
+  return _mm256_madd_epi16(lane_sums_i16(q, a, h), _mm256_set1_epi16(1));
 }
 
 // The same with vectors 0 + 1 and 2 + 3 widened separately, for quants whose 4-vector
