@@ -80,7 +80,7 @@ uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
     return i == 0 ? &head->d[0] : &head->dmin[1];
   }
   // IQ4_XS_X16P: the scales of super-blocks 0 and 1.
-  if (p.x16 == DType::IQ4_XS_X16P) return &reinterpret_cast<IQ4XSHead*>(row)[i].d;
+  if (p.x16 == DType::IQ4_XS_X16P) return &reinterpret_cast<IQ4XSPairHead*>(row)->d[i];
   // Q4_1_X16, Q5_1_X16: block 0's scale and block 1's offset.
   if (p.x16 == DType::Q4_1_X16) {
     auto& g = *reinterpret_cast<BlockQ4_1x16*>(row);
@@ -616,8 +616,8 @@ TEST(Interleaved, GroupKernelsAtQuantExtremesMatchScalarModels) {
           auto& head = reinterpret_cast<KPairHead*>(group)[0];
           head.d[0] = head.d[1] = 0x3c00, head.dmin[0] = head.dmin[1] = 0x3800;
         } else if (type == DType::IQ4_XS_X16P) {
-          auto* heads = reinterpret_cast<IQ4XSHead*>(group);
-          heads[0].d = heads[1].d = 0x3c00;
+          auto& head = reinterpret_cast<IQ4XSPairHead*>(group)[0];
+          head.d[0] = head.d[1] = 0x3c00;
         } else {
           const bool has_min = type == DType::Q4_1_X16 || type == DType::Q5_1_X16;
           for (int i = 0; i < (has_min ? 2 : 1) * kX16Blocks; ++i)

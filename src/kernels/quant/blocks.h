@@ -253,15 +253,16 @@ struct BlockQ5_Kx16P {
   uint8_t qs[kQKX16 / 2];
 };
 // IQ4_XS_X16P: the same for IQ4_XS (no mins), with IQ4_NL_X16's grid indices in qs; lane b's
-// scale is d x (ls - 32) of its sub-block. With 272-byte groups, qs is 32-byte aligned in
-// every other group only (the others' two-half loads straddle lines).
-struct IQ4XSHead {  // the first 8 bytes of an IQ4_XS block
-  uint16_t d;
-  uint16_t scales_h;
-  uint8_t scales_l[kQK_K / 64];
+// scale is d[b / 8] x (ls - 32) of its sub-block, the 16 ls one six-bit string as the K
+// pairs' scales (IQ4_XS's split 4 + 2 bits took ~15 vector instructions per group, a third
+// of the GEMV's; the string takes 4, in the same 16 bytes). With 272-byte groups, qs is
+// 32-byte aligned in every other group only (the others' two-half loads straddle lines).
+struct IQ4XSPairHead {
+  uint16_t d[2];       // the two super-blocks' d
+  uint8_t scales[12];  // six-bit string: lane b's ls (sub-block b % 8 of super-block b / 8)
 };
 struct BlockIQ4_XSx16P {
-  IQ4XSHead head[2];
+  IQ4XSPairHead head;
   uint8_t qs[kQKX16 / 2];
 };
 

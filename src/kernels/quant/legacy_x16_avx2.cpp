@@ -178,9 +178,9 @@ struct Iq4XSx16P : Iq4NLx16 {
   using Group = BlockIQ4_XSx16P;
   static void load(const Group& g, int h, HalfWeights& w) {
     grid_values(g.qs, h, w.q);
-    const IQ4XSHead& head = g.head[h];
-    const __m256i ls = _mm256_cvtepu8_epi32(iq4_xs_scale_bytes(head.scales_h, head.scales_l));
-    w.d = _mm256_mul_ps(_mm256_set1_ps(half_to_float(head.d)),
+    static_assert(offsetof(IQ4XSPairHead, scales) == 4);
+    const __m256i ls = six_bit_lanes_half(g.head.scales - 4, h);
+    w.d = _mm256_mul_ps(_mm256_set1_ps(half_to_float(g.head.d[h])),
                         _mm256_cvtepi32_ps(_mm256_sub_epi32(ls, _mm256_set1_epi32(32))));
   }
 };

@@ -155,35 +155,21 @@ struct Q5_Kx16P : FifthBitQuants<BlockQ5_Kx16P> {
   static void factors(const Group& g, __m512& d, __m512& m) { k_pair_factors(g.head, d, m); }
 };
 
-// IQ4_NL_X16's quants with lane scales d x (ls - 32): lanes 0-7 from super-block 0's head,
-// 8-15 from super-block 1's (both heads are one 16-byte load).
+// IQ4_NL_X16's quants with lane scales d x (ls - 32): the pair's six-bit string of ls and
+// its two super-blocks' d spread to lanes 0-7 and 8-15.
 struct Iq4XSx16P : GridQuants<BlockIQ4_XSx16P> {
   using Group = BlockIQ4_XSx16P;
   static constexpr int kOffsetShift = 7;  // grid values + 128
   static constexpr bool kHasMin = false;
   static constexpr bool kSplitChains = false;
   static void factors(const Group& g, __m512& d, __m512&) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.head));
-    // Head s: d at bytes 8s, 8s + 1, scales_h at 8s + 2, 8s + 3, scales_l at 8s + 4 ...
-    // Lane b = 8s + j: the low 4 bits from scales_l byte j / 2 (shifted by 4 (j % 2)),
-    // the high 2 from scales_h (shifted by 2j).
-    const __m512i low = _mm512_cvtepu8_epi32(
-        _mm_shuffle_epi8(h, _mm_setr_epi8(4, 4, 5, 5, 6, 6, 7, 7, 12, 12, 13, 13, 14, 14, 15, 15)));
-    const __m512i high = _mm512_cvtepu16_epi32(_mm256_setr_m128i(
-        _mm_shuffle_epi8(h, _mm_setr_epi8(2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3)),
-        _mm_shuffle_epi8(
-            h, _mm_setr_epi8(10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11))));
-    const __m512i j = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
-    const __m512i ls = _mm512_or_si512(
-        _mm512_and_si512(
-            _mm512_srlv_epi32(low, _mm512_slli_epi32(_mm512_and_si512(j, _mm512_set1_epi32(1)), 2)),
-            _mm512_set1_epi32(15)),
-        _mm512_slli_epi32(
-            _mm512_and_si512(_mm512_srlv_epi32(high, _mm512_add_epi32(j, j)), _mm512_set1_epi32(3)),
-            4));
-    const __m512 hd = _mm512_castps256_ps512(_mm256_cvtph_ps(h));  // d at 0 and 4
-    const __m512 dd = _mm512_permutexvar_ps(
-        _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4), hd);
+    static_assert(offsetof(IQ4XSPairHead, scales) == 4);
+    const __m512i ls = six_bit_lanes(g.head.scales - 4);
+    int32_t both;  // d[0], d[1]
+    std::memcpy(&both, g.head.d, sizeof both);
+    const __m512 h = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(both)));
+    const __m512 dd =
+        _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), h);
     d = _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32))));
   }
 };

@@ -74,9 +74,8 @@ struct KPairFactors {
 // Lane b's scale d x (ls - 32) of an IQ4_XS pair.
 struct Iq4XsPairFactors {
   void operator()(const BlockIQ4_XSx16P& g, int b, float* d, float*) const {
-    const IQ4XSHead& h = g.head[b / 8];
-    *d = fp16_to_fp32(h.d) *
-         static_cast<float>(ref::iq4_xs_scale(h.scales_h, h.scales_l, b % 8) - 32);
+    *d = fp16_to_fp32(g.head.d[b / 8]) *
+         static_cast<float>(ref::six_bit_value(g.head.scales, b) - 32);
   }
 };
 
@@ -264,17 +263,26 @@ void unarrange_q4_k_x16p(const BlockQ4_Kx16P& src, BlockQ4_K* dst) {
 }
 
 void arrange_iq4_xs_x16p(const BlockIQ4_XS* src, BlockIQ4_XSx16P* dst) {
+  std::memset(&dst->head, 0, sizeof dst->head);
   for (int s = 0; s < 2; ++s) {
-    dst->head[s].d = src[s].d, dst->head[s].scales_h = src[s].scales_h;
-    std::memcpy(dst->head[s].scales_l, src[s].scales_l, sizeof dst->head[s].scales_l);
+    dst->head.d[s] = src[s].d;
+    for (int j = 0; j < 8; ++j) {
+      ref::put_six_bit_value(dst->head.scales, 8 * s + j,
+                             ref::iq4_xs_scale(src[s].scales_h, src[s].scales_l, j));
+    }
   }
   // An IQ4_XS sub-block's 16 index bytes are a Q4_0 block's nibbles already.
   for (int b = 0; b < kX16Blocks; ++b) put_nibbles(src[b / 8].qs + 16 * (b % 8), b, dst->qs);
 }
 void unarrange_iq4_xs_x16p(const BlockIQ4_XSx16P& src, BlockIQ4_XS* dst) {
   for (int s = 0; s < 2; ++s) {
-    dst[s].d = src.head[s].d, dst[s].scales_h = src.head[s].scales_h;
-    std::memcpy(dst[s].scales_l, src.head[s].scales_l, sizeof dst[s].scales_l);
+    dst[s].d = src.head.d[s], dst[s].scales_h = 0;
+    std::memset(dst[s].scales_l, 0, sizeof dst[s].scales_l);
+    for (int j = 0; j < 8; ++j) {
+      const int ls = ref::six_bit_value(src.head.scales, 8 * s + j);
+      dst[s].scales_l[j / 2] |= static_cast<uint8_t>((ls & 15) << (4 * (j % 2)));
+      dst[s].scales_h |= static_cast<uint16_t>((ls >> 4) << (2 * j));
+    }
   }
   for (int b = 0; b < kX16Blocks; ++b) get_nibbles(src.qs, b, dst[b / 8].qs + 16 * (b % 8));
 }
