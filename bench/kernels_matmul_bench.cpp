@@ -231,13 +231,14 @@ int main(int argc, char** argv) {
   // *_X16, *_X16P: the layouts models hold after repacking on AVX2 and AVX-512 VNNI
   // machines (Q4_K, Q5_K and IQ4_XS as the pairs *_X16P where rows are whole 512-element
   // groups, as *_X16 otherwise).
-  const DType types[] = {
-      DType::F32,        DType::F16,      DType::BF16,      DType::Q8_0,      DType::Q8_0_X16,
-      DType::Q4_0,       DType::Q4_0_X16, DType::Q4_K,      DType::Q6_K,      DType::Q6_K_X16,
-      DType::Q4_1,       DType::Q5_0,     DType::Q5_1,      DType::IQ4_NL,    DType::Q2_K,
-      DType::Q3_K,       DType::Q5_K,     DType::IQ4_XS,    DType::Q4_K_X16,  DType::IQ4_XS_X16,
-      DType::Q3_K_X16,   DType::Q5_K_X16, DType::Q4_1_X16,  DType::Q5_0_X16,  DType::Q5_1_X16,
-      DType::IQ4_NL_X16, DType::Q2_K_X16, DType::Q4_K_X16P, DType::Q5_K_X16P, DType::IQ4_XS_X16P};
+  const DType types[] = {DType::F32,       DType::F16,         DType::BF16,     DType::Q8_0,
+                         DType::Q8_0_X16,  DType::Q4_0,        DType::Q4_0_X16, DType::Q4_K,
+                         DType::Q6_K,      DType::Q6_K_X16,    DType::Q4_1,     DType::Q5_0,
+                         DType::Q5_1,      DType::IQ4_NL,      DType::Q2_K,     DType::Q3_K,
+                         DType::Q5_K,      DType::IQ4_XS,      DType::Q4_K_X16, DType::IQ4_XS_X16,
+                         DType::Q3_K_X16,  DType::Q5_K_X16,    DType::Q4_1_X16, DType::Q5_0_X16,
+                         DType::Q5_1_X16,  DType::IQ4_NL_X16,  DType::Q2_K_X16, DType::Q4_K_X16P,
+                         DType::Q5_K_X16P, DType::IQ4_XS_X16P, DType::Q3_K_X16S};
   const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};
   for (DType t : types) {
     for (const auto& shape : shapes) {

@@ -53,6 +53,7 @@ enum class DType : uint32_t {
   Q4_K_X16P = 78,
   Q5_K_X16P = 79,
   IQ4_XS_X16P = 80,
+  Q3_K_X16S = 81,
 };
 
 struct DTypeInfo {

@@ -40,6 +40,7 @@ const Pair kPairs[] = {{DType::Q4_0, DType::Q4_0_X16, DType::Q8_0, DType::Q8_0_X
                        {DType::Q5_K, DType::Q5_K_X16, DType::Q8_K, DType::Q8_K_X16A},
                        {DType::IQ4_XS, DType::IQ4_XS_X16, DType::Q8_K, DType::Q8_K_X16A},
                        {DType::Q3_K, DType::Q3_K_X16, DType::Q8_K, DType::Q8_K_X16A},
+                       {DType::Q3_K, DType::Q3_K_X16S, DType::Q8_K, DType::Q8_K_X16A},
                        {DType::Q4_1, DType::Q4_1_X16, DType::Q8_0, DType::Q8_0_X16A},
                        {DType::Q5_0, DType::Q5_0_X16, DType::Q8_0, DType::Q8_0_X16A},
                        {DType::Q5_1, DType::Q5_1_X16, DType::Q8_0, DType::Q8_0_X16A},
@@ -70,6 +71,7 @@ uint16_t* row_scale(const Pair& p, uint8_t* row, int i) {
   // IQ4_XS_X16: the scale of blocks 0 and 1.
   if (p.x16 == DType::IQ4_XS_X16) return &reinterpret_cast<BlockIQ4_XSx16*>(row)[i].d;
   if (p.x16 == DType::Q3_K_X16) return &reinterpret_cast<BlockQ3_Kx16*>(row)[i].d;
+  if (p.x16 == DType::Q3_K_X16S) return &reinterpret_cast<BlockQ3_Kx16S*>(row)[i].d;
   if (p.x16 == DType::Q2_K_X16) {
     auto* blocks = reinterpret_cast<BlockQ2_Kx16*>(row);
     return i == 0 ? &blocks[0].d : &blocks[1].dmin;
@@ -145,7 +147,7 @@ TEST(Interleaved, LayoutsHaveTheSizeOfWhatTheyReplace) {
        {DType::Q4_0_X16, DType::Q8_0_X16, DType::Q8_0_X16A, DType::Q6_K_X16, DType::Q8_K_X16A,
         DType::Q4_K_X16, DType::Q5_K_X16, DType::IQ4_XS_X16, DType::Q3_K_X16, DType::Q4_1_X16,
         DType::Q5_0_X16, DType::Q5_1_X16, DType::IQ4_NL_X16, DType::Q2_K_X16, DType::Q4_K_X16P,
-        DType::Q5_K_X16P, DType::IQ4_XS_X16P}) {
+        DType::Q5_K_X16P, DType::IQ4_XS_X16P, DType::Q3_K_X16S}) {
     EXPECT_FALSE(dtype_info(static_cast<uint32_t>(t)).has_value());
     EXPECT_FALSE(dtype_from_name(dtype_name(t)).has_value());
   }
@@ -248,7 +250,11 @@ TEST(Interleaved, RepackRejectsOtherShapesAndTypes) {
   EXPECT_EQ(repacked_weight_type(DType::IQ4_XS, 200), DType::IQ4_XS);
   EXPECT_THROW(repack_weight_rows(DType::IQ4_XS, DType::IQ4_XS_X16, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::IQ4_XS, DType::Q4_K_X16, buf.data(), 1, 512), Error);
-  EXPECT_EQ(repacked_weight_type(DType::Q3_K, 2048), avx2 ? DType::Q3_K_X16 : DType::Q3_K);
+  EXPECT_EQ(repacked_weight_type(DType::Q3_K, 2048), cpu_kernel_isa() >= KernelIsa::avx512_vnni
+                                                         ? DType::Q3_K_X16
+                                                     : avx2 ? DType::Q3_K_X16S
+                                                            : DType::Q3_K);
+  EXPECT_THROW(repack_weight_rows(DType::Q3_K, DType::Q3_K_X16S, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q3_K, DType::Q3_K_X16, buf.data(), 1, 200), Error);
   EXPECT_THROW(repack_weight_rows(DType::Q3_K, DType::IQ4_XS_X16, buf.data(), 1, 512), Error);
   EXPECT_EQ(repacked_weight_type(DType::Q2_K, 2048), avx2 ? DType::Q2_K_X16 : DType::Q2_K);
@@ -650,7 +656,7 @@ TEST(Interleaved, KPairGemmOverSeveralFactorChunksMatchesScalarModels) {
 }
 
 // Q3_K likewise: the round trip is exact and element 16j + 4k + i (n = 4j + i) lands at bits
-// 2k, 2k + 1 of qs[n] and bit n % 8 of hmask[8k + n / 8].
+// 2k, 2k + 1 of qs[n] and bit n % 8 of hmask[8k + n / 8] (Q3_K_X16S: its own bit-2 plane).
 TEST(Interleaved, Q3KArrangeRoundTripsAndPlacesLanes) {
   Rng rng(10);
   const auto w = test::random_weights(DType::Q3_K, 1, 4 * kQK_K, rng);
@@ -667,6 +673,19 @@ TEST(Interleaved, Q3KArrangeRoundTripsAndPlacesLanes) {
       const int k = (e % 16) / 4, n = 4 * (e / 16) + e % 4;
       const int lane = ((x.qs[n] >> (2 * k)) & 3) | ((x.hmask[8 * k + n / 8] >> (n % 8)) & 1) << 2;
       ASSERT_EQ(file, lane) << "element " << e;
+    }
+    // Q3_K_X16S: the same quants, bit 2 at bit k + 4h of hmask[i] for byte n = 32h + i.
+    BlockQ3_Kx16S xs;
+    arrange_q3_k_x16s(&blocks[b], &xs);
+    unarrange_q3_k_x16s(xs, &back);
+    EXPECT_EQ(0, std::memcmp(&back, &blocks[b], sizeof back)) << "block " << b;
+    EXPECT_EQ(0, std::memcmp(xs.qs, x.qs, sizeof xs.qs));
+    for (int k = 0; k < 4; ++k) {
+      for (int n = 0; n < 64; ++n) {
+        ASSERT_EQ((x.hmask[8 * k + n / 8] >> (n % 8)) & 1,
+                  (xs.hmask[n % 32] >> (k + 4 * (n / 32))) & 1)
+            << "vector " << k << " byte " << n;
+      }
     }
   }
 }

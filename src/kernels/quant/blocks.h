@@ -365,6 +365,12 @@ struct BlockIQ4_XSx16 {
 //   d                 as in Q3_K (value = d * (sc[j] - 32) * (low + 4 * bit - 4))
 // The activations are Q8_K_X16A: the kernels take low + 4 * bit (unsigned) and start lane j
 // from bias[j] / 8 = -4 * the lane's activation sum, which cancels the +4.
+// Q3_K_X16S (AVX2 machines): Q3_K_X16 with the bit-2 plane sliced for 32-byte halves:
+//   hmask[i]          bit k + 4h: bit 2 of byte 32h + i of quant vector k (i < 32, h < 2),
+//                     so vector k's half h is one 16-bit shift and an and away; spreading a
+//                     32-bit mask word to 32 bytes took 4 vector instructions per vector and
+//                     half. AVX-512 loads Q3_K_X16's 64-bit words straight into mask
+//                     registers instead, which this layout would cost a byte test per vector.
 // Q2_K_X16: one Q2_K super-block with its 2-bit quants in lane order, int32 lane j working
 // on sub-block j; element 16j + 4k + i (k, i < 4), n = 4j + i:
 //   qs[n]             bits 2k, 2k + 1: the element's quant (vector k is one 16-bit shift
@@ -384,9 +390,16 @@ struct BlockQ3_Kx16 {
   uint8_t scales[12];
   uint16_t d;
 };
+struct BlockQ3_Kx16S {
+  uint8_t hmask[kQK_K / 8];
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales[12];
+  uint16_t d;
+};
 
 static_assert(sizeof(BlockIQ4_XSx16) == 136);
 static_assert(sizeof(BlockQ3_Kx16) == 110);
+static_assert(sizeof(BlockQ3_Kx16S) == 110);
 static_assert(sizeof(BlockQ2_Kx16) == 84);
 static_assert(sizeof(BlockQ4_Kx16P) == 288);
 static_assert(sizeof(BlockQ5_Kx16P) == 352);

@@ -39,6 +39,8 @@ void arrange_iq4_xs_x16(const BlockIQ4_XS* src, BlockIQ4_XSx16* dst);
 void unarrange_iq4_xs_x16(const BlockIQ4_XSx16& src, BlockIQ4_XS* dst);
 void arrange_q3_k_x16(const BlockQ3_K* src, BlockQ3_Kx16* dst);
 void unarrange_q3_k_x16(const BlockQ3_Kx16& src, BlockQ3_K* dst);
+void arrange_q3_k_x16s(const BlockQ3_K* src, BlockQ3_Kx16S* dst);
+void unarrange_q3_k_x16s(const BlockQ3_Kx16S& src, BlockQ3_K* dst);
 void arrange_q8_k_x16a(const BlockQ8_K* src, BlockQ8_Kx16A* dst);
 void arrange_q2_k_x16(const BlockQ2_K* src, BlockQ2_Kx16* dst);
 void unarrange_q2_k_x16(const BlockQ2_Kx16& src, BlockQ2_K* dst);

@@ -35,7 +35,10 @@ DType repacked_weight_type(DType type, int64_t cols) {
     if (type == DType::Q4_K) return DType::Q4_K_X16;
     if (type == DType::Q5_K) return DType::Q5_K_X16;
     if (type == DType::IQ4_XS) return DType::IQ4_XS_X16;
-    if (type == DType::Q3_K) return DType::Q3_K_X16;
+    // AVX-512 takes Q3_K_X16's bit-2 masks straight into mask registers; AVX2 shifts the
+    // sliced plane of Q3_K_X16S instead of spreading mask bits to bytes (blocks.h).
+    if (type == DType::Q3_K)
+      return isa >= KernelIsa::avx512_vnni ? DType::Q3_K_X16 : DType::Q3_K_X16S;
     if (type == DType::Q2_K) return DType::Q2_K_X16;
   }
   if (groups && type == DType::Q4_0) return DType::Q4_0_X16;
@@ -101,6 +104,9 @@ void repack_weight_rows(DType from, DType to, void* data, int64_t rows, int64_t 
   } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q3_K &&
              to == DType::Q3_K_X16) {
     repack_groups<BlockQ3_K, BlockQ3_Kx16, arrange_q3_k_x16, 1>(data, rows * (cols / kQK_K));
+  } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q3_K &&
+             to == DType::Q3_K_X16S) {
+    repack_groups<BlockQ3_K, BlockQ3_Kx16S, arrange_q3_k_x16s, 1>(data, rows * (cols / kQK_K));
   } else if (rows >= 0 && cols >= 0 && cols % kQK_K == 0 && from == DType::Q2_K &&
              to == DType::Q2_K_X16) {
     repack_groups<BlockQ2_K, BlockQ2_Kx16, arrange_q2_k_x16, 1>(data, rows * (cols / kQK_K));

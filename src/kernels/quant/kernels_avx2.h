@@ -63,6 +63,11 @@ void iq4_xs_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, con
 float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q3_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// Q3_K_X16S likewise (the layout AVX2 machines repack Q3_K to); bit-identical to
+// ref::q3_k_x16s_vec_dot.
+float q3_k_x16s_vec_dot(int64_t n, const void* w, const void* a);
+void q3_k_x16s_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 // Q4_1_X16, Q5_0_X16, Q5_1_X16 and IQ4_NL_X16 weights against Q8_0_X16A activations
 // (legacy_x16_avx2.cpp); bit-identical to ref::q4_1_x16_vec_dot ... iq4_nl_x16_vec_dot.
 float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a);

@@ -95,6 +95,10 @@ float iq4_xs_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q3_k_x16_to_float(const void* src, float* dst, int64_t n);
 void q3_k_x16_from_float(const float* src, void* dst, int64_t n);
 float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+// Q3_K_X16S likewise (the same model with the sliced bit-2 plane).
+void q3_k_x16s_to_float(const void* src, float* dst, int64_t n);
+void q3_k_x16s_from_float(const float* src, void* dst, int64_t n);
+float q3_k_x16s_vec_dot(int64_t n, const void* w, const void* a);
 void q8_k_x16a_to_float(const void* src, float* dst, int64_t n);
 void q8_k_x16a_from_float(const float* src, void* dst, int64_t n);
 

@@ -134,10 +134,21 @@ void ref::put_six_bit_value(uint8_t* string, int j, int value) {
   if (shift > 2) string[byte + 1] = static_cast<uint8_t>(string[byte + 1] | value >> (8 - shift));
 }
 
+namespace {
+
+// Bit 2 of byte n (< 64) of quant vector k (< 4): Q3_K_X16's byte masks, one 64-bit word
+// per vector, or Q3_K_X16S's plane sliced for 32-byte halves (blocks.h).
+struct Q3HighBit {
+  int byte, shift;
+  Q3HighBit(const BlockQ3_Kx16*, int k, int n) : byte(8 * k + n / 8), shift(n % 8) {}
+  Q3HighBit(const BlockQ3_Kx16S*, int k, int n) : byte(n % 32), shift(k + 4 * (n / 32)) {}
+};
+
 // Q3_K: the low 2 bits of element e = 128h + 32c + l are bits 2c, 2c + 1 of qs[32h + l],
 // its bit 2 is bit e / 32 of hmask[e % 32]. Q3_K_X16 (e = 16j + 4k + i, n = 4j + i): bits
-// 2k, 2k + 1 of qs[n] and bit n % 8 of hmask[8k + n / 8]; scale j at bits 6j .. 6j + 5.
-void arrange_q3_k_x16(const BlockQ3_K* src, BlockQ3_Kx16* dst) {
+// 2k, 2k + 1 of qs[n] and bit 2 at Q3HighBit(k, n); scale j at bits 6j .. 6j + 5.
+template <class Block>
+void arrange_q3(const BlockQ3_K* src, Block* dst) {
   std::memset(dst->qs, 0, sizeof(dst->qs));
   std::memset(dst->hmask, 0, sizeof(dst->hmask));
   for (int e = 0; e < kQK_K; ++e) {
@@ -145,7 +156,8 @@ void arrange_q3_k_x16(const BlockQ3_K* src, BlockQ3_Kx16* dst) {
     const int high = (src->hmask[e % 32] >> (e / 32)) & 1;
     const int k = (e % 16) / 4, n = 4 * (e / 16) + e % 4;
     dst->qs[n] = static_cast<uint8_t>(dst->qs[n] | low << (2 * k));
-    dst->hmask[8 * k + n / 8] = static_cast<uint8_t>(dst->hmask[8 * k + n / 8] | high << (n % 8));
+    const Q3HighBit hb(dst, k, n);
+    dst->hmask[hb.byte] = static_cast<uint8_t>(dst->hmask[hb.byte] | high << hb.shift);
   }
   std::memset(dst->scales, 0, sizeof(dst->scales));
   for (int j = 0; j < kQK_K / 16; ++j)
@@ -153,13 +165,15 @@ void arrange_q3_k_x16(const BlockQ3_K* src, BlockQ3_Kx16* dst) {
   dst->d = src->d;
 }
 
-void unarrange_q3_k_x16(const BlockQ3_Kx16& src, BlockQ3_K* dst) {
+template <class Block>
+void unarrange_q3(const Block& src, BlockQ3_K* dst) {
   std::memset(dst->qs, 0, sizeof(dst->qs));
   std::memset(dst->hmask, 0, sizeof(dst->hmask));
   for (int e = 0; e < kQK_K; ++e) {
     const int k = (e % 16) / 4, n = 4 * (e / 16) + e % 4;
     const int low = (src.qs[n] >> (2 * k)) & 3;
-    const int high = (src.hmask[8 * k + n / 8] >> (n % 8)) & 1;
+    const Q3HighBit hb(&src, k, n);
+    const int high = (src.hmask[hb.byte] >> hb.shift) & 1;
     uint8_t& q = dst->qs[32 * (e / 128) + e % 32];
     q = static_cast<uint8_t>(q | low << (2 * ((e % 128) / 32)));
     dst->hmask[e % 32] = static_cast<uint8_t>(dst->hmask[e % 32] | high << (e / 32));
@@ -175,6 +189,21 @@ void unarrange_q3_k_x16(const BlockQ3_Kx16& src, BlockQ3_K* dst) {
     high = static_cast<uint8_t>(high | (sc >> 4) << (2 * (s / 4)));
   }
   dst->d = src.d;
+}
+
+}  // namespace
+
+void arrange_q3_k_x16(const BlockQ3_K* src, BlockQ3_Kx16* dst) {
+  arrange_q3(src, dst);
+}
+void unarrange_q3_k_x16(const BlockQ3_Kx16& src, BlockQ3_K* dst) {
+  unarrange_q3(src, dst);
+}
+void arrange_q3_k_x16s(const BlockQ3_K* src, BlockQ3_Kx16S* dst) {
+  arrange_q3(src, dst);
+}
+void unarrange_q3_k_x16s(const BlockQ3_Kx16S& src, BlockQ3_K* dst) {
+  unarrange_q3(src, dst);
 }
 
 // Q2_K: element e = 128h + 32c + l is bits 2c, 2c + 1 of qs[32h + l]. Q2_K_X16 (e = 16j +
@@ -331,17 +360,16 @@ float iq4_xs_x16_vec_dot(int64_t n, const void* w, const void* a) {
   return acc[0];
 }
 
-void q3_k_x16_to_float(const void* src, float* dst, int64_t n) {
-  const auto* blocks = static_cast<const BlockQ3_Kx16*>(src);
+namespace {
+
+template <class Block, void (*unarrange)(const Block&, BlockQ3_K*)>
+void q3_to_float(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const Block*>(src);
   BlockQ3_K block;
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    unarrange_q3_k_x16(blocks[b], &block);
+    unarrange(blocks[b], &block);
     q3_k_to_float(&block, dst + b * kQK_K, kQK_K);
   }
-}
-
-void q3_k_x16_from_float(const float* src, void* dst, int64_t n) {
-  x16_from_float<BlockQ3_K, BlockQ3_Kx16, q3_k_from_float, arrange_q3_k_x16, kQK_K>(src, dst, n);
 }
 
 // The exact model of kquant_q3_x16_{avx512,avx2}.cpp: lane j (sub-block j) sums its 16
@@ -349,8 +377,9 @@ void q3_k_x16_from_float(const float* src, void* dst, int64_t n) {
 // bias[j] / 8 is the same integer) and is multiplied by the signed scale sc[j] - 32
 // (|product| <= 16 x 4 x 127 x 32 < 2^24, exact in float); then acc[j] = fma(d * d_a,
 // float(scaled), acc[j]) over the blocks and the lane tree of q6_k_x16_vec_dot.
-float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
-  const auto* wb = static_cast<const BlockQ3_Kx16*>(w);
+template <class Block>
+float q3_vec_dot(int64_t n, const void* w, const void* a) {
+  const auto* wb = static_cast<const Block*>(w);
   const auto* ab = static_cast<const BlockQ8_Kx16A*>(a);
   float acc[kQK_K / 16] = {};
   for (int64_t b = 0; b < n / kQK_K; ++b) {
@@ -361,8 +390,9 @@ float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
       for (int k = 0; k < 4; ++k) {
         for (int i = 0; i < 4; ++i) {
           const int nn = 4 * j + i;
-          const int q = ((wb[b].qs[nn] >> (2 * k)) & 3) +
-                        4 * ((wb[b].hmask[8 * k + nn / 8] >> (nn % 8)) & 1) - 4;
+          const Q3HighBit hb(&wb[b], k, nn);
+          const int q =
+              ((wb[b].qs[nn] >> (2 * k)) & 3) + 4 * ((wb[b].hmask[hb.byte] >> hb.shift) & 1) - 4;
           lane += q * ab[b].qs[64 * k + 4 * j + i];
         }
       }
@@ -373,6 +403,28 @@ float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
     for (int i = 0; i < width; ++i) acc[i] += acc[i + width];
   }
   return acc[0];
+}
+
+}  // namespace
+
+void q3_k_x16_to_float(const void* src, float* dst, int64_t n) {
+  q3_to_float<BlockQ3_Kx16, unarrange_q3_k_x16>(src, dst, n);
+}
+void q3_k_x16_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ3_K, BlockQ3_Kx16, q3_k_from_float, arrange_q3_k_x16, kQK_K>(src, dst, n);
+}
+float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
+  return q3_vec_dot<BlockQ3_Kx16>(n, w, a);
+}
+
+void q3_k_x16s_to_float(const void* src, float* dst, int64_t n) {
+  q3_to_float<BlockQ3_Kx16S, unarrange_q3_k_x16s>(src, dst, n);
+}
+void q3_k_x16s_from_float(const float* src, void* dst, int64_t n) {
+  x16_from_float<BlockQ3_K, BlockQ3_Kx16S, q3_k_from_float, arrange_q3_k_x16s, kQK_K>(src, dst, n);
+}
+float q3_k_x16s_vec_dot(int64_t n, const void* w, const void* a) {
+  return q3_vec_dot<BlockQ3_Kx16S>(n, w, a);
 }
 
 void q2_k_x16_to_float(const void* src, float* dst, int64_t n) {

@@ -16,7 +16,7 @@
 namespace strata::kernels {
 namespace {
 
-constexpr size_t kMaxTypeId = 81;  // GGUF ids are small; the internal layouts are 64-80
+constexpr size_t kMaxTypeId = 82;  // GGUF ids are small; the internal layouts are 64-81
 using Table = std::array<TypeTraits, kMaxTypeId>;
 
 size_t index_of(DType t) {
@@ -132,6 +132,8 @@ Table build_reference() {
           ref::iq4_xs_x16_vec_dot, gemm_by_vec_dot<ref::iq4_xs_x16_vec_dot>});
   add(t, {DType::Q3_K_X16, ref::q3_k_x16_to_float, ref::q3_k_x16_from_float, DType::Q8_K_X16A,
           ref::q3_k_x16_vec_dot, gemm_by_vec_dot<ref::q3_k_x16_vec_dot>});
+  add(t, {DType::Q3_K_X16S, ref::q3_k_x16s_to_float, ref::q3_k_x16s_from_float, DType::Q8_K_X16A,
+          ref::q3_k_x16s_vec_dot, gemm_by_vec_dot<ref::q3_k_x16s_vec_dot>});
   add(t, {DType::Q4_1_X16, ref::q4_1_x16_to_float, ref::q4_1_x16_from_float, DType::Q8_0_X16A,
           ref::q4_1_x16_vec_dot, gemm_by_vec_dot<ref::q4_1_x16_vec_dot>});
   add(t, {DType::Q5_0_X16, ref::q5_0_x16_to_float, ref::q5_0_x16_from_float, DType::Q8_0_X16A,
@@ -207,6 +209,7 @@ Table build_fast(KernelIsa isa) {
   set_kernels(DType::Q5_K_X16, avx2::q5_k_x16_vec_dot, avx2::q5_k_x16_gemm);
   set_kernels(DType::IQ4_XS_X16, avx2::iq4_xs_x16_vec_dot, avx2::iq4_xs_x16_gemm);
   set_kernels(DType::Q3_K_X16, avx2::q3_k_x16_vec_dot, avx2::q3_k_x16_gemm);
+  set_kernels(DType::Q3_K_X16S, avx2::q3_k_x16s_vec_dot, avx2::q3_k_x16s_gemm);
   set_kernels(DType::Q2_K_X16, avx2::q2_k_x16_vec_dot, avx2::q2_k_x16_gemm);
   set_kernels(DType::Q4_1_X16, avx2::q4_1_x16_vec_dot, avx2::q4_1_x16_gemm);
   set_kernels(DType::Q5_0_X16, avx2::q5_0_x16_vec_dot, avx2::q5_0_x16_gemm);
