@@ -138,8 +138,8 @@ struct BlockQ8_K {
   int16_t bsums[kQK_K / 16];
 };
 
-// --- strata-internal layouts (DType::Q4_0_X16, Q8_0_X16, Q8_0_X16A, Q6_K_X16, Q8_K_X16A,
-// Q4_K_X16, Q5_K_X16, IQ4_XS_X16, Q3_K_X16; never in files) ---
+// --- strata-internal layouts (DType::Q4_0_X16 .. Q3_K_X16S in core/dtype.h; never in
+// files) ---
 //
 // Q4_0 and Q8_0 weights regrouped at load, 16 consecutive blocks of a row per group, so
 // that one 512-bit vpdpbusd lane serves one block: int32 lane b accumulates block b's
@@ -191,9 +191,9 @@ inline uint8_t* q8_0_x16_qs(BlockQ8_0x16& g) {
   return reinterpret_cast<uint8_t*>(g.words) + q8_0_x16_scales_first(g);
 }
 
-// The other 32-element file types in Q4_0_X16's lane order: 16
-// consecutive blocks, int32 lane b = block b, and quant vector k (k < 8) holds elements
-// 4k..4k+3 of each block at bytes 4b..4b+3.
+// The other 32-element file types in Q4_0_X16's lane order: 16 consecutive blocks, int32
+// lane b = block b, and quant vector k (k < 8) holds elements 4k..4k+3 of each block at
+// bytes 4b..4b+3.
 //   d[b], m[b]        block b's fp16 scale and (Q4_1, Q5_1) offset
 //   qh                (Q5_0, Q5_1) bit k of qh[4b + j] = bit 4 of element 4k + j of block
 //                     b: byte n holds the fifth bits of byte n of the 8 quant vectors, so
@@ -223,9 +223,9 @@ struct BlockIQ4_NLx16 {
   uint8_t qs[kQKX16 / 2];
 };
 
-// Q4_K_X16P: two consecutive Q4_K super-blocks as one 512-element
-// group in Q4_0_X16's lane order, int32 lane b working on the 32 elements of sub-block
-// b % 8 of super-block b / 8 (quant vector k holds elements 4k..4k+3 of each):
+// Q4_K_X16P: two consecutive Q4_K super-blocks as one 512-element group in Q4_0_X16's lane
+// order, int32 lane b working on the 32 elements of sub-block b % 8 of super-block b / 8
+// (quant vector k holds elements 4k..4k+3 of each):
 //   head              both super-blocks' d and dmin, then the 16 lanes' 6-bit scales and
 //                     their 6-bit mins as two six-bit strings (ref::six_bit_value: one
 //                     vpshufb and a shift give 16 lanes, where Q4_K's packing took ~8

@@ -1,11 +1,11 @@
-// The AVX2 row tile shared by the 32-element group layouts (Q4_0_X16, Q8_0_X16, Q4_1_X16,
-// Q5_0_X16, Q5_1_X16, IQ4_NL_X16) against Q8_0_X16A activations, for CPUs without AVX-512:
-// each 64-byte vector of a group taken as two 32-byte halves (blocks 0-7 and 8-15). A layout
-// supplies W:
-//   using Group;                                             // 16 blocks of one row
-//   static constexpr bool kHasMin;                           // blocks have fp16 offsets m
+// The AVX2 row tile shared by the 512-element group layouts (Q4_0_X16, Q8_0_X16, Q4_1_X16,
+// Q5_0_X16, Q5_1_X16, IQ4_NL_X16 and the K pairs Q4_K_X16P, Q5_K_X16P, IQ4_XS_X16P) against
+// Q8_0_X16A activations, for CPUs without AVX-512: each 64-byte vector of a group taken as
+// two 32-byte halves (lanes 0-7 and 8-15; a K pair's two super-blocks). A layout supplies W:
+//   using Group;                                             // 16 lanes of one row
+//   static constexpr bool kHasMin;                           // lanes have offsets m
 //   static void load(const Group&, int h, HalfWeights&);     // half h's 8 quant vectors,
-//                                                            // scales d (and offsets m)
+//                                                            // lane scales d (and offsets m)
 //   static __m256i dot(const HalfWeights&, const BlockQ8_0x16A&, int h);  // int32 lanes
 // Per half-group and (row, token): acc = fma(d_w x d_a, lane, acc), and with offsets
 // acc = fma(m_w, d_a x the activation's block sum, acc), the reference's float steps
