@@ -32,14 +32,11 @@ struct Iq4Xs {
   static Half half(const Block& wb, const Shared& s, int h) {
     Half hw;
     hw.scales = _mm256_sub_epi32(half_bytes_u32(s.sc_bytes, h), _mm256_set1_epi32(32));
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
     const __m256i grid = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
-    const __m256i l0 = load256(wb.qs + 32 * h), l1 = load256(wb.qs + 64 + 32 * h);
-    hw.v[0] = _mm256_shuffle_epi8(grid, _mm256_and_si256(l0, low4));
-    hw.v[1] = _mm256_shuffle_epi8(grid, _mm256_and_si256(l1, low4));
-    hw.v[2] = _mm256_shuffle_epi8(grid, _mm256_and_si256(_mm256_srli_epi16(l0, 4), low4));
-    hw.v[3] = _mm256_shuffle_epi8(grid, _mm256_and_si256(_mm256_srli_epi16(l1, 4), low4));
+    nibble_vectors(wb.qs, h, hw.v);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) hw.v[k] = _mm256_shuffle_epi8(grid, hw.v[k]);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) hw.mag[k] = _mm256_sign_epi8(hw.v[k], hw.v[k]);
     return hw;

@@ -37,12 +37,7 @@ struct Q4 {
     Half hw;
     hw.dsc = _mm256_mul_ps(s.dw, _mm256_cvtepi32_ps(half_bytes_u32(s.sc_bytes, h)));
     hw.dm = _mm256_mul_ps(s.dmw, _mm256_cvtepi32_ps(half_bytes_u32(s.m_bytes, h)));
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
-    const __m256i l0 = load256(wb.qs + 32 * h), l1 = load256(wb.qs + 64 + 32 * h);
-    hw.q[0] = _mm256_and_si256(l0, low4);
-    hw.q[1] = _mm256_and_si256(l1, low4);
-    hw.q[2] = _mm256_and_si256(_mm256_srli_epi16(l0, 4), low4);
-    hw.q[3] = _mm256_and_si256(_mm256_srli_epi16(l1, 4), low4);
+    nibble_vectors(wb.qs, h, hw.q);
     return hw;
   }
   static __m256 fold(const Half& hw, const Shared&, const BlockQ8_Kx16A& ab, int h, __m256 acc) {

@@ -74,6 +74,17 @@ inline __m256i half_bytes_u32(__m128i bytes, int h) {
   return _mm256_cvtepu8_epi32(h == 0 ? bytes : _mm_unpackhi_epi64(bytes, bytes));
 }
 
+// Half h's 4 nibble vectors of the 4-bit K layouts (Q4_K_X16, Q5_K_X16, IQ4_XS_X16): the low
+// nibbles of qs bytes 32h.. and 64 + 32h.. are vectors 0 and 1, their high nibbles 2 and 3.
+inline void nibble_vectors(const uint8_t* qs, int h, __m256i (&q)[4]) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i l0 = load256(qs + 32 * h), l1 = load256(qs + 64 + 32 * h);
+  q[0] = _mm256_and_si256(l0, low4);
+  q[1] = _mm256_and_si256(l1, low4);
+  q[2] = _mm256_and_si256(_mm256_srli_epi16(l0, 4), low4);
+  q[3] = _mm256_and_si256(_mm256_srli_epi16(l1, 4), low4);
+}
+
 // Bytes `first` .. `first` + 7 of `bytes`, each twice: a K-quant's per-32-element scales (or
 // mins) as the two 16-element lanes each covers; half_bytes_u32 widens a half's 8 of them.
 inline __m128i lane_pair_bytes(__m128i bytes, int first) {
