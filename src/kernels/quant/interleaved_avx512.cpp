@@ -328,8 +328,11 @@ void q8_k_x16a_from_float(const float* src, void* dst, int64_t n) {
         sums = _mm512_dpbusd_epi32(sums, _mm512_set1_epi8(1), vec);  // + the 4 signed quants
       }
     }
-    _mm512_storeu_si512(out.bias,
-                        _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 5)));
+    const __m512i neg_sums = _mm512_sub_epi32(_mm512_setzero_si512(), sums);
+    _mm512_storeu_si512(out.bias, _mm512_slli_epi32(neg_sums, 5));
+    // Sub-blocks 2k and 2k + 1's int16 sums in the high dword of qword k.
+    _mm512_storeu_si512(out.neg_sum_pairs,
+                        _mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_cvtepi32_epi16(neg_sums)), 32));
     // d, then the pad's zeros: the block's last 64 bytes.
     static_assert(offsetof(BlockQ8_Kx16A, pad) == offsetof(BlockQ8_Kx16A, d) + 4 &&
                   sizeof(BlockQ8_Kx16A) == offsetof(BlockQ8_Kx16A, d) + 64);

@@ -4,17 +4,21 @@
 //   using Block;                                          // one super-block of one row
 //   static constexpr bool kHasMin;                        // lanes have mins (value - dmin x m)
 //   static __m512i lane_scales(const Block&);             // int32 scale per lane, or with
-//   static void lane_scales_mins(const Block&, __m512i& scales, __m512i& mins);  // kHasMin
+//   static __m512i scale_min_words(const Block&);         // kHasMin: int16 words 4k, 4k + 1
+//                                                         // sc_2k, sc_2k+1; 4k + 2, 4k + 3
+//                                                         // m_2k, m_2k+1
 //   static __m512i lane_starts(const BlockQ8_Kx16A&);     // cancels the quants' offset
 //   static __m512i vec(const Block&, int k);              // quant vector k (unsigned)
 //   static void vecs(const Block&, __m512i (&q)[4]);      // all four, each byte loaded once
 //   static constexpr bool kOddTimes4;                     // vecs gives vectors 1, 3 times 4
 // and the block's fp16 d (and dmin). Per super-block and (row, token): 4 vpdpbusd from the
-// start, one vpmulld by the scales, one convert and one fma by d_w x d_a; with mins one
-// more vpmulld of the activation's bias (-32 x the lane's sum) by the mins, a convert and an
-// fma by dmin_w x d_a / 32. Every integer step is exact and the float steps follow the
-// layout's scalar model in the same order, so each output is its bits whatever the tile,
-// batch or thread split.
+// start; without mins one vpmulld by the scales, one convert and one fma by d_w x d_a; with
+// mins (lane sums below 2^15) one byte shuffle of the sums' low words beside the
+// activation's neg_sum_pairs and one vpmaddwd by the scale/min words, which gives lane 2k
+// its scale pair and lane 2k + 1 its min pair, then one convert and one fma by d_w x d_a
+// (even lanes) and dmin_w x d_a (odd lanes). Every integer step is exact and the float
+// steps follow the layout's scalar model in the same order, so each output is its bits
+// whatever the tile, batch or thread split.
 // Included by kernel files compiled for AVX-512, so it has internal linkage.
 #pragma once
 
@@ -31,30 +35,26 @@
 namespace strata::kernels::avx512 {
 namespace {
 
-// A block's int32 lane scales (and mins).
+// A block's fp16 d and dmin in the even and odd float lanes: the factors of
+// scale_min_pairs' lanes, one conversion per block.
 template <class W>
-inline void lane_factors(const typename W::Block& wb, __m512i& scales, __m512i& mins) {
-  if constexpr (W::kHasMin) {
-    W::lane_scales_mins(wb, scales, mins);
-  } else {
-    scales = W::lane_scales(wb);
-  }
+inline __m512 block_d_dmin_lanes(const typename W::Block& wb) {
+  using Block = typename W::Block;
+  static_assert(offsetof(Block, dmin) == offsetof(Block, d) + 2);
+  int32_t both;
+  std::memcpy(&both, &wb.d, 4);
+  return _mm512_cvtph_ps(_mm256_set1_epi32(both));
 }
 
-// A block's d in lane 0 and, with mins, dmin in lane 1: the two adjacent fp16 values in
-// one conversion (two scalar conversions, multiplies and broadcasts per block and token
-// cost the Q2_K GEMV ~15%).
-template <class W>
-inline __m128 block_d_dmin(const typename W::Block& wb) {
-  if constexpr (W::kHasMin) {
-    using Block = typename W::Block;
-    static_assert(offsetof(Block, dmin) == offsetof(Block, d) + 2);
-    int32_t both;
-    std::memcpy(&both, &wb.d, 4);
-    return _mm_cvtph_ps(_mm_cvtsi32_si128(both));
-  } else {
-    return _mm_set_ss(_cvtsh_ss(wb.d));
-  }
+// Lane 2k: sc_2k x sums_2k + sc_2k+1 x sums_2k+1; lane 2k + 1: m_2k x ns_2k + m_2k+1 x
+// ns_2k+1. The sums' low words (exact: every lane sum is below 2^15 in magnitude) go to
+// words 4k, 4k + 1 over the activation's neg_sum_pairs, whose words 4k + 2, 4k + 3 stay.
+inline __m512i scale_min_pairs(__m512i sums, const BlockQ8_Kx16A& ab, __m512i words) {
+  const __m512i low_words =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 4, 5, 0, 0, 0, 0, 8, 9, 12, 13, 0, 0, 0, 0));
+  const __m512i pairs = _mm512_mask_shuffle_epi8(_mm512_loadu_si512(ab.neg_sum_pairs),
+                                                 0x0F0F0F0F0F0F0F0FULL, sums, low_words);
+  return _mm512_madd_epi16(pairs, words);
 }
 
 // One token's lane sums from a block's quant vectors (W::vecs): one chain of 4 vpdpbusd
@@ -92,27 +92,27 @@ void lane_scaled_tile(int64_t nb, const typename W::Block* w, const uint8_t* a, 
   for (int64_t b = 0; b < nb; ++b) {
     const typename W::Block& wb = w[b];
     if constexpr (kPageKick) prefetch_page_ahead(&wb, sizeof(wb));
-    __m512i scales, mins;
-    lane_factors<W>(wb, scales, mins);
-    const __m128 dd = block_d_dmin<W>(wb);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(wb.d)));
     __m512i q[4];
     W::vecs(wb, q);
+    if constexpr (!W::kHasMin) {
+      const __m512i scales = W::lane_scales(wb);
+      const __m512 dw = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(wb.d)));
 #pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
-      const __m512i scaled = _mm512_mullo_epi32(lane_sums<W>(q, ab), scales);
-      if constexpr (!W::kHasMin) {
+      for (int t = 0; t < T; ++t) {
+        const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
+        const __m512i scaled = _mm512_mullo_epi32(lane_sums<W>(q, ab), scales);
         acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(ab.d)),
                                  _mm512_cvtepi32_ps(scaled), acc[t]);
-      } else {
-        const __m128 f = _mm_mul_ps(dd, _mm_set1_ps(ab.d));  // d_w x d_a, dmin_w x d_a
-        acc[t] = _mm512_fmadd_ps(_mm512_broadcastss_ps(f), _mm512_cvtepi32_ps(scaled), acc[t]);
-        // dmin_w x d_a / 32 to every lane in one permute.
-        const __m512 fm = _mm512_permutexvar_ps(
-            _mm512_set1_epi32(1), _mm512_castps128_ps512(_mm_mul_ps(f, _mm_set1_ps(0.03125f))));
-        const __m512i min_terms = _mm512_mullo_epi32(_mm512_loadu_si512(ab.bias), mins);
-        acc[t] = _mm512_fmadd_ps(fm, _mm512_cvtepi32_ps(min_terms), acc[t]);
+      }
+    } else {
+      const __m512i words = W::scale_min_words(wb);
+      const __m512 dd = block_d_dmin_lanes<W>(wb);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
+        const __m512i pairs = scale_min_pairs(lane_sums<W>(q, ab), ab, words);
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dd, _mm512_set1_ps(ab.d)),
+                                 _mm512_cvtepi32_ps(pairs), acc[t]);
       }
     }
   }
@@ -129,7 +129,6 @@ void lane_scaled_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uin
                        int64_t a_stride, float* y, int64_t ldy) {
   using Block = typename W::Block;
   constexpr int T = 4;
-  const __m512 c32 = _mm512_set1_ps(0.03125f);
   __m512 acc[kRows][T];
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r) {
@@ -171,22 +170,23 @@ void lane_scaled_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uin
     for (int t = 0; t < T; ++t) ad[t] = _mm512_set1_ps(ab[t]->d);
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      __m512i scales, mins;
-      lane_factors<W>(*wb[r], scales, mins);
-      const __m512 dw = _mm512_set1_ps(_cvtsh_ss(wb[r]->d));
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const __m512i scaled = _mm512_mullo_epi32(lanes[r][t], scales);
-        acc[r][t] =
-            _mm512_fmadd_ps(_mm512_mul_ps(dw, ad[t]), _mm512_cvtepi32_ps(scaled), acc[r][t]);
-      }
-      if constexpr (W::kHasMin) {
-        const __m512 dmw = _mm512_set1_ps(_cvtsh_ss(wb[r]->dmin));
+      if constexpr (!W::kHasMin) {
+        const __m512i scales = W::lane_scales(*wb[r]);
+        const __m512 dw = _mm512_set1_ps(_cvtsh_ss(wb[r]->d));
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
-          const __m512i min_terms = _mm512_mullo_epi32(_mm512_loadu_si512(ab[t]->bias), mins);
-          acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_mul_ps(dmw, ad[t]), c32),
-                                      _mm512_cvtepi32_ps(min_terms), acc[r][t]);
+          const __m512i scaled = _mm512_mullo_epi32(lanes[r][t], scales);
+          acc[r][t] =
+              _mm512_fmadd_ps(_mm512_mul_ps(dw, ad[t]), _mm512_cvtepi32_ps(scaled), acc[r][t]);
+        }
+      } else {
+        const __m512i words = W::scale_min_words(*wb[r]);
+        const __m512 dd = block_d_dmin_lanes<W>(*wb[r]);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m512i pairs = scale_min_pairs(lanes[r][t], *ab[t], words);
+          acc[r][t] =
+              _mm512_fmadd_ps(_mm512_mul_ps(dd, ad[t]), _mm512_cvtepi32_ps(pairs), acc[r][t]);
         }
       }
     }

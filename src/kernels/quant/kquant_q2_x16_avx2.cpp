@@ -5,12 +5,16 @@
 // activations at most 127 in magnitude: a vpmaddubsw pair is at most 762 and the 4
 // vectors' sum at most 3048, so the int16 adds cannot saturate; one vpmaddwd by ones widens
 // to int32 already multiplied by lane j's scale (scales[j] & 15 in both int16 halves of the
-// lane: one vpmaddwd instead of a widening and a vpmulld); its min is scales[j] >> 4. Integer steps
-// are exact and the float steps are ref::q2_k_x16_vec_dot's (d_w x d_a by the scaled sums, then
-// (dmin_w x d_a) / 32 by the bias times the mins), so every output is bit-identical to it and to
-// the AVX-512 kernel. The file layout's kernel (kquant_ext_avx2.cpp) sums each block horizontally
+// lane: one vpmaddwd instead of a widening and a vpmulld); its min is scales[j] >> 4. The
+// lanes are then summed in pairs as ref::q2_k_x16_vec_dot does (the scale pair in lane 2k, the
+// min pair, one vpmaddwd of the activation's neg_sum_pairs, in lane 2k + 1; one convert and
+// one fma by d_w x d_a and dmin_w x d_a), so every output is bit-identical to it and to the
+// AVX-512 kernel. The file layout's kernel (kquant_ext_avx2.cpp) sums each block horizontally
 // instead.
 #include <immintrin.h>
+
+#include <cstddef>
+#include <cstring>
 
 #include "kernels/quant/kernels_avx2.h"
 #include "kernels/quant/kquant_x16_tile_avx2.h"
@@ -21,22 +25,33 @@ namespace {
 struct Q2 {
   using Block = BlockQ2_Kx16;
   struct Shared {
-    float dw, dmw;
+    __m256 dd;  // d_w in the even lanes, dmin_w in the odd (the lane pairs' factors)
   };
   struct Half {
-    __m256i q[4], scales16, mins;  // scales16: lane j's scale in both of its int16 halves
+    // scales16: lane j's scale in both of its int16 halves; min_words: words 4k + 2, 4k + 3
+    // the mins of sub-blocks 2k and 2k + 1 (k < 4, within the half).
+    __m256i q[4], scales16, min_words;
   };
-  static Shared shared(const Block& wb) { return {half_to_float(wb.d), half_to_float(wb.dmin)}; }
+  static Shared shared(const Block& wb) {
+    static_assert(offsetof(Block, dmin) == offsetof(Block, d) + 2);
+    int32_t both;
+    std::memcpy(&both, &wb.d, 4);
+    return {_mm256_cvtph_ps(_mm_set1_epi32(both))};
+  }
   static Half half(const Block& wb, const Shared&, int h) {
     Half hw;
-    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scales + 8 * h));
-    hw.scales16 =
-        _mm256_and_si256(_mm256_shuffle_epi8(_mm256_broadcastsi128_si256(bytes),
-                                             _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2,
-                                                              -1, 3, -1, 3, -1, 4, -1, 4, -1, 5, -1,
-                                                              5, -1, 6, -1, 6, -1, 7, -1, 7, -1)),
-                         _mm256_set1_epi16(15));
-    hw.mins = _mm256_srli_epi32(_mm256_cvtepu8_epi32(bytes), 4);
+    const __m256i bytes = _mm256_broadcastsi128_si256(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scales + 8 * h)));
+    hw.scales16 = _mm256_and_si256(
+        _mm256_shuffle_epi8(bytes, _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3,
+                                                    -1, 3, -1, 4, -1, 4, -1, 5, -1, 5, -1, 6, -1,
+                                                    6, -1, 7, -1, 7, -1)),
+        _mm256_set1_epi16(15));
+    hw.min_words = _mm256_srli_epi16(
+        _mm256_shuffle_epi8(bytes, _mm256_setr_epi8(-1, -1, -1, -1, 0, -1, 1, -1, -1, -1, -1, -1,
+                                                    2, -1, 3, -1, -1, -1, -1, -1, 4, -1, 5, -1,
+                                                    -1, -1, -1, -1, 6, -1, 7, -1)),
+        4);
     const __m256i l = load256(wb.qs + 32 * h);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k)
@@ -44,10 +59,14 @@ struct Q2 {
     return hw;
   }
   static __m256 fold(const Half& hw, const Shared& s, const BlockQ8_Kx16A& ab, int h, __m256 acc) {
-    // Lane j x its scale in one vpmaddwd: sc x (the lane's two int16 sums), exact in int32.
+    // Lane j x its scale in one vpmaddwd: sc x (the lane's two int16 sums), exact in int32;
+    // then lanes 2k and 2k + 1 both hold the pair's sum, and the odd lanes take the min pairs
+    // (the activation's words 4k, 4k + 1 are zero, so the even lanes of that vpmaddwd are).
     const __m256i scaled = _mm256_madd_epi16(lane_sums_i16(hw.q, ab, h), hw.scales16);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(s.dw * ab.d), _mm256_cvtepi32_ps(scaled), acc);
-    return fold_mins(ab, h, hw.mins, s.dmw, acc);
+    const __m256i pairs = _mm256_add_epi32(scaled, _mm256_shuffle_epi32(scaled, 0xb1));
+    const __m256i mins = _mm256_madd_epi16(load256(ab.neg_sum_pairs + 16 * h), hw.min_words);
+    return _mm256_fmadd_ps(_mm256_mul_ps(s.dd, _mm256_set1_ps(ab.d)),
+                           _mm256_cvtepi32_ps(_mm256_blend_epi32(pairs, mins, 0xaa)), acc);
   }
 };
 

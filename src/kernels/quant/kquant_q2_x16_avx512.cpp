@@ -2,12 +2,13 @@
 // llama.cpp's Q2_K files, repacked at load.
 //
 // Per super-block and row: one load of the quants gives the 4 quant vectors (a 16-bit
-// shift and an and each), and one 16-byte load widened to one int32 lane per sub-block the
-// scales (an and) and mins (a shift), and d and dmin one conversion. Per token: 4 vpdpbusd (the
-// quants are unsigned already), one vpmulld by the scales and one of the activation's bias (-32 x
-// the lane's sum) by the mins, two converts and two fmas, lane by lane. No horizontal sum per
-// block, unlike the file layout's kernel (kquant_ext_avx512.cpp). Bit-identical to
-// ref::q2_k_x16_vec_dot. The row tile and the 2 x 4 GEMM block are kquant_lane_scaled_avx512.h's.
+// shift and an and each), one 16-byte load of the scale bytes the scale/min words (a
+// shuffle, a shift and an and), and d and dmin one conversion. Per token: 4 vpdpbusd (the
+// quants are unsigned already), one shuffle of the lane sums beside the activation's
+// neg_sum_pairs, one vpmaddwd by the scale/min words (scale pairs in the even lanes, min
+// pairs in the odd), one convert and one fma. No horizontal sum per block, unlike the file
+// layout's kernel (kquant_ext_avx512.cpp). Bit-identical to ref::q2_k_x16_vec_dot. The row
+// tile and the 2 x 4 GEMM block are kquant_lane_scaled_avx512.h's.
 #pragma GCC diagnostic ignored "-Wuninitialized"  // see interleaved_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
@@ -23,12 +24,21 @@ namespace {
 struct Q2x16 {
   using Block = BlockQ2_Kx16;
   static constexpr bool kHasMin = true;
-  // Lane j's scale scales[j] & 15 and min scales[j] >> 4, as int32, from one widening.
-  static void lane_scales_mins(const Block& wb, __m512i& scales, __m512i& mins) {
-    const __m512i both =
-        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
-    scales = _mm512_and_si512(both, _mm512_set1_epi32(15));
-    mins = _mm512_srli_epi32(both, 4);
+  // Words 4k, 4k + 1: scales[2k] & 15, scales[2k + 1] & 15; 4k + 2, 4k + 3: the same bytes
+  // >> 4 (the mins). One byte shuffle of the 16 bytes in every 128-bit lane (lane L serves
+  // k = 2L, 2L + 1: bytes 4L .. 4L + 3), a shift of the min words and an and.
+  static __m512i scale_min_words(const Block& wb) {
+    const __m512i bytes =
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+    const __m512i spread = _mm512_add_epi8(
+        _mm512_broadcast_i32x4(
+            _mm_setr_epi8(0, -128, 1, -128, 0, -128, 1, -128, 2, -128, 3, -128, 2, -128, 3, -128)),
+        _mm512_set_epi32(0x0c0c0c0c, 0x0c0c0c0c, 0x0c0c0c0c, 0x0c0c0c0c, 0x08080808, 0x08080808,
+                         0x08080808, 0x08080808, 0x04040404, 0x04040404, 0x04040404, 0x04040404, 0,
+                         0, 0, 0));  // -128 + 4L keeps bit 7: zero
+    const __m512i words = _mm512_srlv_epi16(_mm512_shuffle_epi8(bytes, spread),
+                                            _mm512_set1_epi64(0x0004000400000000LL));
+    return _mm512_and_si512(words, _mm512_set1_epi16(15));
   }
   static constexpr bool kOddTimes4 = true;
   static __m512i lane_starts(const BlockQ8_Kx16A&) { return _mm512_setzero_si512(); }

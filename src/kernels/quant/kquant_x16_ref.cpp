@@ -449,16 +449,22 @@ float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
   float acc[kQK_K / 16] = {};
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     const float scale = fp16_to_fp32(wb[b].d) * ab[b].d;
-    const float min_scale = fp16_to_fp32(wb[b].dmin) * ab[b].d * 0.03125f;
-    for (int j = 0; j < kQK_K / 16; ++j) {
-      const int sc = wb[b].scales[j] & 15, m = wb[b].scales[j] >> 4;
-      int32_t lane = 0;
-      for (int k = 0; k < 4; ++k) {
-        for (int i = 0; i < 4; ++i)
-          lane += ((wb[b].qs[4 * j + i] >> (2 * k)) & 3) * ab[b].qs[64 * k + 4 * j + i];
+    const float min_scale = fp16_to_fp32(wb[b].dmin) * ab[b].d;
+    // Lane 2k: the scale terms of sub-blocks 2k and 2k + 1; lane 2k + 1: their min terms.
+    for (int k = 0; k < kQK_K / 32; ++k) {
+      int32_t scaled = 0, min_terms = 0;
+      for (int j = 2 * k; j < 2 * k + 2; ++j) {
+        const int sc = wb[b].scales[j] & 15, m = wb[b].scales[j] >> 4;
+        int32_t lane = 0;
+        for (int v = 0; v < 4; ++v) {
+          for (int i = 0; i < 4; ++i)
+            lane += ((wb[b].qs[4 * j + i] >> (2 * v)) & 3) * ab[b].qs[64 * v + 4 * j + i];
+        }
+        scaled += lane * sc;
+        min_terms += m * ab[b].neg_sum_pairs[4 * k + 2 + j % 2];
       }
-      acc[j] = std::fma(scale, static_cast<float>(lane * sc), acc[j]);
-      acc[j] = std::fma(min_scale, static_cast<float>(ab[b].bias[j] * m), acc[j]);
+      acc[2 * k] = std::fma(scale, static_cast<float>(scaled), acc[2 * k]);
+      acc[2 * k + 1] = std::fma(min_scale, static_cast<float>(min_terms), acc[2 * k + 1]);
     }
   }
   for (int width = kQK_K / 32; width >= 1; width /= 2) {
