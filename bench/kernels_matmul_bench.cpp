@@ -9,6 +9,9 @@
 // swiglu/... times the SwiGLU of one FFN row.
 // convert/... times the activation conversion a matmul does first (one row).
 // matmul_dram/... repeats the decode case with the weights coming from DRAM, as in a model.
+// matmul_l2/... times the decode case on 256 x 2048 weights, which a quantized type keeps in
+// L2 (at most 0.6 MB): the kernel's own rate, which the 2048-row shapes (L3) lose when a
+// neighbour on a shared host thrashes L3.
 // (N defaults to ThreadPool::default_threads(); set STRATA_NO_AVX2=1 for scalar kernels).
 // --cpu-time: rates per CPU second instead of per wall second (with --threads=1, a core's
 // throughput while other processes share it; compare with int8_peak, timed the same way).
@@ -263,6 +266,13 @@ int main(int argc, char** argv) {
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }
+  }
+  for (DType t : types) {
+    const std::string name = "matmul_l2/" + std::string(strata::dtype_name(t)) +
+                             "/256x2048/tokens:1/threads:" + std::to_string(threads);
+    benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, 256, 2048, 1, false)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
   }
   for (DType t : {DType::Q8_0, DType::Q8_K, DType::Q8_0_X16A, DType::Q8_K_X16A}) {
     for (int64_t cols : {2048, 5632}) {

@@ -153,11 +153,14 @@ TEST(RouterLoopback, KilledReplicaIsEjectedStreamsEndAndNewRequestsRetry) {
 
   // Streams on the dead replica end with an error event then [DONE]; the others run to
   // their length.
+  // Each stream's ending, for the failure message (a load-dependent failure once counted
+  // three broken streams while the router counted two stream errors).
   int broken = 0, finished = 0;
-  for (auto& s : streams) {
+  std::string endings;
+  for (size_t i = 0; i < streams.size(); ++i) {
     bool error = false, done = false;
     std::string last;
-    while (const auto ev = s->read_event()) {
+    while (const auto ev = streams[i]->read_event()) {
       if (*ev == "[DONE]") {
         done = true;
         break;
@@ -166,14 +169,19 @@ TEST(RouterLoopback, KilledReplicaIsEjectedStreamsEndAndNewRequestsRetry) {
       if (ev->find("\"error\"") != std::string::npos) error = true;
     }
     EXPECT_TRUE(done);
+    endings += "stream " + std::to_string(i) + (done ? "" : " (no [DONE])") + ": " +
+               last.substr(0, 400) + "\n";
     if (error) {
       ++broken;
     } else if (json::parse(last)["choices"][0]["finish_reason"] == "length") {
       ++finished;
     }
   }
-  EXPECT_EQ(broken, 2);
-  EXPECT_EQ(finished, 2);
+  std::string live_log = reps.b->log();
+  if (live_log.size() > 4000) live_log.erase(0, live_log.size() - 4000);
+  const std::string report = endings + "live replica's log (end):\n" + live_log;
+  EXPECT_EQ(broken, 2) << report;
+  EXPECT_EQ(finished, 2) << report;
 
   for (auto& f : results) {
     ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
