@@ -440,6 +440,11 @@ TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {
       for (int i = 0; i < 4; ++i) sum += kb[1].qs[64 * k + 4 * j + i];
     }
     EXPECT_EQ(kb[1].bias[j], -32 * sum) << "sub-block " << j;
+    // And in the last line, sub-blocks 2k, 2k + 1 in the high dword of qword k (Q2_K_X16).
+    EXPECT_EQ(kb[1].neg_sums[4 * (j / 2) + j % 2], -sum) << "sub-block " << j;
+    if (j / 2 < 7) {
+      EXPECT_EQ(kb[1].neg_sums[4 * (j / 2) + 2 + j % 2], 0) << "sub-block " << j;
+    }
   }
 }
 

@@ -300,18 +300,19 @@ struct BlockQ6_Kx16 {
 //   qs[64k + 4j + i]  element 16j + 4k + i
 //   bias[j]           -32 * the sum of sub-block j's quants: the weights enter vpdpbusd
 //                     biased (q + 32), and lane j starts from here to cancel that
-//   neg_sum_pairs     int16 words 4k + 2, 4k + 3 (k < 8): minus the sums of sub-blocks 2k
-//                     and 2k + 1's quants; words 4k, 4k + 1 zero (Q2_K_X16's min term: one
-//                     vpmaddwd gives lane 2k its scale pair and lane 2k + 1 its min pair)
 //   d                 the block's scale
-//   pad               to 7 whole cache lines, so that in a line-aligned buffer no 64-byte
-//                     load of qs or bias straddles two lines (+13% Q6_K_X16 GEMV in L1)
+//   neg_sums          words 4k, 4k + 1 (k < 8): minus the sums of sub-blocks 2k and 2k + 1's
+//                     quants, the rest zero; so in the last line (from d) qword k's high
+//                     dword holds sub-blocks 2k, 2k + 1 (Q2_K_X16's min term: its kernels
+//                     put the lane sums in the low dwords, and one vpmaddwd gives lane 2k
+//                     its scale pair and lane 2k + 1 its min pair)
+// 6 whole cache lines, so that in a line-aligned buffer no 64-byte load of qs, bias or the
+// last line straddles two lines (+13% Q6_K_X16 GEMV in L1).
 struct BlockQ8_Kx16A {
   int8_t qs[kQK_K];
   int32_t bias[kQK_K / 16];
-  int16_t neg_sum_pairs[kQK_K / 8];
   float d;
-  uint8_t pad[60];
+  int16_t neg_sums[30];
 };
 
 // Q4_K_X16: one Q4_K super-block with its quants in the lane order of Q6_K_X16's ql, so
@@ -383,7 +384,7 @@ struct BlockIQ4_XSx16 {
 // The activations are Q8_K_X16A. The scalar model (ref::q2_k_x16_vec_dot) sums lanes in
 // pairs: float lane 2k gets d_w x d_a times the exact int32 sc_2k x sum_2k + sc_2k+1 x
 // sum_2k+1, lane 2k + 1 dmin_w x d_a times m_2k x ns_2k + m_2k+1 x ns_2k+1 (ns: the
-// activation's neg_sum_pairs), so one conversion and one fma serve both terms.
+// activation's neg_sums), so one conversion and one fma serve both terms.
 struct BlockQ2_Kx16 {
   uint8_t scales[kQK_K / 16];
   uint8_t qs[kQK_K / 4];
@@ -414,7 +415,7 @@ static_assert(sizeof(BlockIQ4_XSx16P) == 272);
 static_assert(sizeof(BlockQ4_Kx16) == 144);
 static_assert(sizeof(BlockQ5_Kx16) == 176);
 static_assert(sizeof(BlockQ6_Kx16) == 210);
-static_assert(sizeof(BlockQ8_Kx16A) == 448);
+static_assert(sizeof(BlockQ8_Kx16A) == 384);
 static_assert(sizeof(BlockQ4_0x16) == 288);
 static_assert(sizeof(BlockQ8_0x16) == 544);
 static_assert(sizeof(BlockQ4_1x16) == 320);

@@ -330,13 +330,14 @@ void q8_k_x16a_from_float(const float* src, void* dst, int64_t n) {
     }
     const __m512i neg_sums = _mm512_sub_epi32(_mm512_setzero_si512(), sums);
     _mm512_storeu_si512(out.bias, _mm512_slli_epi32(neg_sums, 5));
-    // Sub-blocks 2k and 2k + 1's int16 sums in the high dword of qword k.
-    _mm512_storeu_si512(out.neg_sum_pairs,
-                        _mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_cvtepi32_epi16(neg_sums)), 32));
-    // d, then the pad's zeros: the block's last 64 bytes.
-    static_assert(offsetof(BlockQ8_Kx16A, pad) == offsetof(BlockQ8_Kx16A, d) + 4 &&
+    // The last line: d in dword 0, sub-blocks 2k and 2k + 1's int16 sums (neg_sums) in the
+    // high dword of qword k, zeros elsewhere.
+    static_assert(offsetof(BlockQ8_Kx16A, neg_sums) == offsetof(BlockQ8_Kx16A, d) + 4 &&
                   sizeof(BlockQ8_Kx16A) == offsetof(BlockQ8_Kx16A, d) + 64);
-    _mm512_storeu_ps(&out.d, _mm512_zextps128_ps512(_mm_set_ss(1.0f / iscale)));
+    const __m512i sum_pairs =
+        _mm512_slli_epi64(_mm512_cvtepu32_epi64(_mm512_cvtepi32_epi16(neg_sums)), 32);
+    const __m512i d = _mm512_zextsi128_si512(_mm_castps_si128(_mm_set_ss(1.0f / iscale)));
+    _mm512_storeu_si512(&out.d, _mm512_or_si512(sum_pairs, d));
   }
 }
 

@@ -216,12 +216,12 @@ void arrange_q8_k_x16a(const BlockQ8_K* src, BlockQ8_Kx16A* dst) {
   for (int j = 0; j < kQK_K / 16; ++j) {
     for (int k = 0; k < 4; ++k) std::memcpy(dst->qs + 64 * k + 4 * j, src->qs + 16 * j + 4 * k, 4);
     dst->bias[j] = -32 * src->bsums[j];
-    // Sub-block j's sum in word 4 (j / 2) + 2 + j % 2; |bsums| <= 16 x 127 fits int16.
-    dst->neg_sum_pairs[4 * (j / 2) + j % 2] = 0;
-    dst->neg_sum_pairs[4 * (j / 2) + 2 + j % 2] = static_cast<int16_t>(-src->bsums[j]);
   }
   dst->d = src->d;
-  std::memset(dst->pad, 0, sizeof(dst->pad));
+  std::memset(dst->neg_sums, 0, sizeof(dst->neg_sums));
+  // Sub-block j's sum in word 4 (j / 2) + j % 2; |bsums| <= 16 x 127 fits int16.
+  for (int j = 0; j < kQK_K / 16; ++j)
+    dst->neg_sums[4 * (j / 2) + j % 2] = static_cast<int16_t>(-src->bsums[j]);
 }
 
 namespace ref {

@@ -14,7 +14,7 @@
 // and the block's fp16 d (and dmin). Per super-block and (row, token): 4 vpdpbusd from the
 // start; without mins one vpmulld by the scales, one convert and one fma by d_w x d_a; with
 // mins (lane sums below 2^15) one byte shuffle of the sums' low words beside the
-// activation's neg_sum_pairs and one vpmaddwd by the scale/min words, which gives lane 2k
+// activation's neg_sums and one vpmaddwd by the scale/min words, which gives lane 2k
 // its scale pair and lane 2k + 1 its min pair, then one convert and one fma by d_w x d_a
 // (even lanes) and dmin_w x d_a (odd lanes). Every integer step is exact and the float
 // steps follow the layout's scalar model in the same order, so each output is its bits
@@ -48,12 +48,13 @@ inline __m512 block_d_dmin_lanes(const typename W::Block& wb) {
 
 // Lane 2k: sc_2k x sums_2k + sc_2k+1 x sums_2k+1; lane 2k + 1: m_2k x ns_2k + m_2k+1 x
 // ns_2k+1. The sums' low words (exact: every lane sum is below 2^15 in magnitude) go to
-// words 4k, 4k + 1 over the activation's neg_sum_pairs, whose words 4k + 2, 4k + 3 stay.
+// the low dword of qword k of the activation's last line (d, neg_sums), whose high dword
+// holds ns_2k, ns_2k+1.
 inline __m512i scale_min_pairs(__m512i sums, const BlockQ8_Kx16A& ab, __m512i words) {
   const __m512i low_words =
       _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 4, 5, 0, 0, 0, 0, 8, 9, 12, 13, 0, 0, 0, 0));
-  const __m512i pairs = _mm512_mask_shuffle_epi8(_mm512_loadu_si512(ab.neg_sum_pairs),
-                                                 0x0F0F0F0F0F0F0F0FULL, sums, low_words);
+  const __m512i pairs =
+      _mm512_mask_shuffle_epi8(_mm512_loadu_si512(&ab.d), 0x0F0F0F0F0F0F0F0FULL, sums, low_words);
   return _mm512_madd_epi16(pairs, words);
 }
 
@@ -111,8 +112,8 @@ void lane_scaled_tile(int64_t nb, const typename W::Block* w, const uint8_t* a, 
       for (int t = 0; t < T; ++t) {
         const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
         const __m512i pairs = scale_min_pairs(lane_sums<W>(q, ab), ab, words);
-        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dd, _mm512_set1_ps(ab.d)),
-                                 _mm512_cvtepi32_ps(pairs), acc[t]);
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dd, _mm512_set1_ps(ab.d)), _mm512_cvtepi32_ps(pairs),
+                                 acc[t]);
       }
     }
   }

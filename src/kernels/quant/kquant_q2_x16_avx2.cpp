@@ -7,7 +7,7 @@
 // to int32 already multiplied by lane j's scale (scales[j] & 15 in both int16 halves of the
 // lane: one vpmaddwd instead of a widening and a vpmulld); its min is scales[j] >> 4. The
 // lanes are then summed in pairs as ref::q2_k_x16_vec_dot does (the scale pair in lane 2k, the
-// min pair, one vpmaddwd of the activation's neg_sum_pairs, in lane 2k + 1; one convert and
+// min pair, one vpmaddwd of the activation's last line (neg_sums), in lane 2k + 1; one convert and
 // one fma by d_w x d_a and dmin_w x d_a), so every output is bit-identical to it and to the
 // AVX-512 kernel. The file layout's kernel (kquant_ext_avx2.cpp) sums each block horizontally
 // instead.
@@ -21,6 +21,12 @@
 
 namespace strata::kernels::avx2 {
 namespace {
+
+// Half h of the activation's last line (d, neg_sums): qword k's high dword holds minus the
+// sums of sub-blocks 8h + 2k and 8h + 2k + 1 (k < 4).
+inline __m256i last_line_half(const BlockQ8_Kx16A& ab, int h) {
+  return load256(reinterpret_cast<const uint8_t*>(&ab.d) + 32 * h);
+}
 
 struct Q2 {
   using Block = BlockQ2_Kx16;
@@ -43,14 +49,14 @@ struct Q2 {
     const __m256i bytes = _mm256_broadcastsi128_si256(
         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scales + 8 * h)));
     hw.scales16 = _mm256_and_si256(
-        _mm256_shuffle_epi8(bytes, _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3,
-                                                    -1, 3, -1, 4, -1, 4, -1, 5, -1, 5, -1, 6, -1,
-                                                    6, -1, 7, -1, 7, -1)),
+        _mm256_shuffle_epi8(
+            bytes, _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 4, -1,
+                                    4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1)),
         _mm256_set1_epi16(15));
     hw.min_words = _mm256_srli_epi16(
-        _mm256_shuffle_epi8(bytes, _mm256_setr_epi8(-1, -1, -1, -1, 0, -1, 1, -1, -1, -1, -1, -1,
-                                                    2, -1, 3, -1, -1, -1, -1, -1, 4, -1, 5, -1,
-                                                    -1, -1, -1, -1, 6, -1, 7, -1)),
+        _mm256_shuffle_epi8(
+            bytes, _mm256_setr_epi8(-1, -1, -1, -1, 0, -1, 1, -1, -1, -1, -1, -1, 2, -1, 3, -1, -1,
+                                    -1, -1, -1, 4, -1, 5, -1, -1, -1, -1, -1, 6, -1, 7, -1)),
         4);
     const __m256i l = load256(wb.qs + 32 * h);
 #pragma GCC unroll 4
@@ -61,10 +67,10 @@ struct Q2 {
   static __m256 fold(const Half& hw, const Shared& s, const BlockQ8_Kx16A& ab, int h, __m256 acc) {
     // Lane j x its scale in one vpmaddwd: sc x (the lane's two int16 sums), exact in int32;
     // then lanes 2k and 2k + 1 both hold the pair's sum, and the odd lanes take the min pairs
-    // (the activation's words 4k, 4k + 1 are zero, so the even lanes of that vpmaddwd are).
+    // (the even lanes of that vpmaddwd see d and zero min words: discarded by the blend).
     const __m256i scaled = _mm256_madd_epi16(lane_sums_i16(hw.q, ab, h), hw.scales16);
     const __m256i pairs = _mm256_add_epi32(scaled, _mm256_shuffle_epi32(scaled, 0xb1));
-    const __m256i mins = _mm256_madd_epi16(load256(ab.neg_sum_pairs + 16 * h), hw.min_words);
+    const __m256i mins = _mm256_madd_epi16(last_line_half(ab, h), hw.min_words);
     return _mm256_fmadd_ps(_mm256_mul_ps(s.dd, _mm256_set1_ps(ab.d)),
                            _mm256_cvtepi32_ps(_mm256_blend_epi32(pairs, mins, 0xaa)), acc);
   }

@@ -5,7 +5,7 @@
 // shift and an and each), one 16-byte load of the scale bytes the scale/min words (a
 // shuffle, a shift and an and), and d and dmin one conversion. Per token: 4 vpdpbusd (the
 // quants are unsigned already), one shuffle of the lane sums beside the activation's
-// neg_sum_pairs, one vpmaddwd by the scale/min words (scale pairs in the even lanes, min
+// neg_sums, one vpmaddwd by the scale/min words (scale pairs in the even lanes, min
 // pairs in the odd), one convert and one fma. No horizontal sum per block, unlike the file
 // layout's kernel (kquant_ext_avx512.cpp). Bit-identical to ref::q2_k_x16_vec_dot. The row
 // tile and the 2 x 4 GEMM block are kquant_lane_scaled_avx512.h's.

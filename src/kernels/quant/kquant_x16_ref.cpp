@@ -461,7 +461,7 @@ float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
             lane += ((wb[b].qs[4 * j + i] >> (2 * v)) & 3) * ab[b].qs[64 * v + 4 * j + i];
         }
         scaled += lane * sc;
-        min_terms += m * ab[b].neg_sum_pairs[4 * k + 2 + j % 2];
+        min_terms += m * ab[b].neg_sums[4 * k + j % 2];
       }
       acc[2 * k] = std::fma(scale, static_cast<float>(scaled), acc[2 * k]);
       acc[2 * k + 1] = std::fma(min_scale, static_cast<float>(min_terms), acc[2 * k + 1]);
