@@ -335,7 +335,7 @@ void bench_roofline(int threads_flag, double gib, const std::string& model_path)
   opt.buffer_bytes = static_cast<size_t>(gib * (1 << 30));
   const auto r = kernels::measure_roofline(pool, opt);
   std::printf("threads:          %d (kernels: %s)\n", r.threads,
-              kernels::kernel_isa_name(kernels::cpu_kernel_isa()));
+              kernels::cpu_kernels_name().c_str());
   std::printf("read bandwidth:   %.2f GB/s\n", r.read_gbps);
   std::printf("copy bandwidth:   %.2f GB/s\n", r.copy_gbps);
   std::printf("triad bandwidth:  %.2f GB/s\n", r.triad_gbps);

@@ -112,25 +112,45 @@ std::vector<uint8_t> activations(DType t, const std::vector<float>& x, int64_t n
   return a;
 }
 
+// A kernel table under test: a level's, or the avx2 level's with its AVX-VNNI kernels.
+struct Kernels {
+  KernelIsa isa;
+  bool avx_vnni = false;
+  Kernels(KernelIsa i, bool vnni = false) : isa(i), avx_vnni(vnni) {}  // NOLINT: implicit
+  const TypeTraits& traits(DType t) const {
+    return avx_vnni ? type_traits_avx_vnni(t) : type_traits_for(isa, t);
+  }
+  std::string name() const { return std::string(kernel_isa_name(isa)) + (avx_vnni ? "+vnni" : ""); }
+};
+
+// The tables this CPU runs at the avx2 level and above: avx2, avx2 with AVX-VNNI, avx512.
+std::vector<Kernels> kernel_tables() {
+  std::vector<Kernels> out;
+  if (cpu_kernel_isa() >= KernelIsa::avx2) out.emplace_back(KernelIsa::avx2);
+  if (cpu_has_avx_vnni()) out.emplace_back(KernelIsa::avx2, true);
+  if (cpu_kernel_isa() >= KernelIsa::avx512_vnni) out.emplace_back(KernelIsa::avx512_vnni);
+  return out;
+}
+
 // A level's gemm of `rows` weight rows (wb bytes apart) by n_tokens activation rows (ab
 // bytes apart), and each row's vec_dot, against the scalar model, output by output;
 // `where` names the case in failure messages.
-void expect_outputs_match_scalar_model(KernelIsa isa, DType type, const uint8_t* w, int64_t wb,
+void expect_outputs_match_scalar_model(const Kernels& k, DType type, const uint8_t* w, int64_t wb,
                                        int64_t rows, int64_t cols, const uint8_t* a, int64_t ab,
                                        int64_t n_tokens, const std::string& where) {
   const TypeTraits& ref = reference_type_traits(type);
-  const TypeTraits& fast = type_traits_for(isa, type);
+  const TypeTraits& fast = k.traits(type);
   std::vector<float> y(static_cast<size_t>(rows * n_tokens));
   fast.gemm(cols, w, wb, rows, a, ab, n_tokens, y.data(), rows);
   for (int64_t t = 0; t < n_tokens; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
       const float want = ref.vec_dot(cols, w + r * wb, a + t * ab);
       EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
-          << kernel_isa_name(isa) << " " << dtype_name(type) << " " << where << " at (" << r << ", "
-          << t << "): " << y[static_cast<size_t>(t * rows + r)] << " vs " << want;
+          << k.name() << " " << dtype_name(type) << " " << where << " at (" << r << ", " << t
+          << "): " << y[static_cast<size_t>(t * rows + r)] << " vs " << want;
       EXPECT_TRUE(same_float(fast.vec_dot(cols, w + r * wb, a + t * ab), want))
-          << kernel_isa_name(isa) << " " << dtype_name(type) << " " << where << " vec_dot at (" << r
-          << ", " << t << ")";
+          << k.name() << " " << dtype_name(type) << " " << where << " vec_dot at (" << r << ", "
+          << t << ")";
     }
   }
 }
@@ -210,9 +230,8 @@ TEST(Interleaved, Q8_0GroupsPutTheirQuantsOnCacheLines) {
         EXPECT_EQ(reinterpret_cast<uintptr_t>(q8_0_x16_qs(group)) % 64, 0u) << offset << " " << g;
       }
     }
-    for (const KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512_vnni}) {
-      if (cpu_kernel_isa() < isa) continue;
-      expect_outputs_match_scalar_model(isa, p.x16, w, wb, rows, cols, a.data(), ab, 5,
+    for (const Kernels& k : kernel_tables()) {
+      expect_outputs_match_scalar_model(k, p.x16, w, wb, rows, cols, a.data(), ab, 5,
                                         "offset " + std::to_string(offset));
     }
   }
@@ -484,7 +503,7 @@ TEST(Interleaved, ScalarModelsMatchFileLayoutsUpToRounding) {
 // One gemm of a level's kernels on random weights and activations, and each row's vec_dot,
 // against the scalar model, output by output. With 5 rows, row 3 carries the largest half and
 // an infinity among its scales.
-void expect_gemm_matches_scalar_model(KernelIsa isa, const Pair& p, int64_t rows, int64_t cols,
+void expect_gemm_matches_scalar_model(const Kernels& k, const Pair& p, int64_t rows, int64_t cols,
                                       int64_t n_tokens, Rng& rng) {
   auto w = repacked(p, test::random_weights(p.file, rows, cols, rng), rows, cols);
   const int64_t wb = row_bytes(p.x16, cols);
@@ -495,7 +514,7 @@ void expect_gemm_matches_scalar_model(KernelIsa isa, const Pair& p, int64_t rows
   const auto x = test::normal_floats(rng, n_tokens * cols, 3.0f);
   const auto a = activations(p.x16_act, x, n_tokens, cols, reference_type_traits(p.x16_act));
   const int64_t ab = row_bytes(p.x16_act, cols);
-  expect_outputs_match_scalar_model(isa, p.x16, w.data(), wb, rows, cols, a.data(), ab, n_tokens,
+  expect_outputs_match_scalar_model(k, p.x16, w.data(), wb, rows, cols, a.data(), ab, n_tokens,
                                     "cols " + std::to_string(cols) + " rows " +
                                         std::to_string(rows) + " tokens " +
                                         std::to_string(n_tokens));
@@ -504,13 +523,13 @@ void expect_gemm_matches_scalar_model(KernelIsa isa, const Pair& p, int64_t rows
 // Every output of a level's kernels against the scalar model, for every tile shape: with
 // AVX-512, 2 and 5 rows by 4, 5 and 9 tokens run the GEMM's 2 x 4 register blocks (every
 // x16 type has one), 5 rows with a row left over, 5 and 9 tokens with 1 token left over.
-void expect_level_matches_scalar_models(KernelIsa isa) {
+void expect_level_matches_scalar_models(const Kernels& k) {
   Rng rng(4);
   for (const Pair& p : kPairs) {
     for (const int64_t cols : {512, 1536, 2048}) {
       for (const int64_t rows : {1, 2, 5}) {
         for (const int64_t n_tokens : {1, 2, 3, 4, 5, 9})
-          expect_gemm_matches_scalar_model(isa, p, rows, cols, n_tokens, rng);
+          expect_gemm_matches_scalar_model(k, p, rows, cols, n_tokens, rng);
       }
     }
   }
@@ -521,7 +540,7 @@ void expect_level_matches_scalar_models(KernelIsa isa) {
 // quants all +127 or -127. The AVX-512 register blocks apply the scales in 16-bit (Q4_K)
 // or float (Q5_K, Q6_K) products that are exact only within these bounds. A last pass
 // fills the scale bytes at random (every bit pattern of the packed 6-bit scales and mins).
-void expect_extremes_match_scalar_models(KernelIsa isa) {
+void expect_extremes_match_scalar_models(const Kernels& k) {
   const int64_t cols = 512, rows = 2, n_tokens = 4;
   const int64_t nb = cols / kQK_K;
   std::vector<BlockQ8_Kx16A> a(static_cast<size_t>(n_tokens * nb));
@@ -575,7 +594,7 @@ void expect_extremes_match_scalar_models(KernelIsa isa) {
           }
         }
       }
-      expect_outputs_match_scalar_model(isa, type, w.data(), wb, rows, cols,
+      expect_outputs_match_scalar_model(k, type, w.data(), wb, rows, cols,
                                         reinterpret_cast<const uint8_t*>(a.data()), ab_bytes,
                                         n_tokens, "scale byte " + std::to_string(scale_byte));
     }
@@ -586,6 +605,13 @@ TEST(Interleaved, Avx2KernelsMatchScalarModelsBitForBit) {
   if (cpu_kernel_isa() < KernelIsa::avx2) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
   expect_level_matches_scalar_models(KernelIsa::avx2);
   expect_extremes_match_scalar_models(KernelIsa::avx2);
+}
+
+// The avx2 level's AVX-VNNI kernels (the group layouts; the other types keep AVX2's).
+TEST(Interleaved, AvxVnniKernelsMatchScalarModelsBitForBit) {
+  if (!cpu_has_avx_vnni()) GTEST_SKIP() << "no AVX-VNNI on this CPU (or STRATA_NO_AVX_VNNI)";
+  expect_level_matches_scalar_models(Kernels(KernelIsa::avx2, true));
+  expect_extremes_match_scalar_models(Kernels(KernelIsa::avx2, true));
 }
 
 TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
@@ -636,11 +662,10 @@ TEST(Interleaved, GroupKernelsAtQuantExtremesMatchScalarModels) {
         }
       }
     }
-    for (const KernelIsa isa : {KernelIsa::avx2, KernelIsa::avx512_vnni}) {
-      if (cpu_kernel_isa() < isa) continue;
-      expect_outputs_match_scalar_model(isa, type, w.data(), wb, rows, cols,
+    for (const Kernels& k : kernel_tables()) {
+      expect_outputs_match_scalar_model(k, type, w.data(), wb, rows, cols,
                                         reinterpret_cast<const uint8_t*>(a.data()), ab, n_tokens,
-                                        std::string(kernel_isa_name(isa)) + " extremes");
+                                        k.name() + " extremes");
     }
   }
 }

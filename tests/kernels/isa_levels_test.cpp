@@ -117,10 +117,16 @@ TEST(KernelIsa, LevelsAreOrderedAndNamed) {
 // the environment (tests/support/test_main.cpp), which cannot change afterwards.
 TEST(KernelIsa, OverridesCapTheLevel) {
   const CpuKernelLevels cpu = detect_cpu_kernels({});
-  IsaOverrides no_avx2, no_avx512, no_bf16;
+  IsaOverrides no_avx2, no_avx512, no_bf16, no_vnni;
   no_avx2.no_avx2 = true;
   no_avx512.no_avx512 = true;
   no_bf16.no_avx512_bf16 = true;
+  no_vnni.no_avx_vnni = true;
+  EXPECT_EQ(detect_cpu_kernels(no_vnni).isa, cpu.isa);
+  EXPECT_FALSE(detect_cpu_kernels(no_vnni).avx_vnni);
+  EXPECT_FALSE(detect_cpu_kernels(no_avx2).avx_vnni);
+  EXPECT_EQ(detect_cpu_kernels(no_avx512).avx_vnni, cpu.avx_vnni);
+  EXPECT_TRUE(!cpu.avx_vnni || cpu.isa >= KernelIsa::avx2);
   EXPECT_EQ(detect_cpu_kernels(no_avx2).isa, KernelIsa::scalar);
   EXPECT_FALSE(detect_cpu_kernels(no_avx2).avx512_bf16);
   EXPECT_EQ(detect_cpu_kernels(no_avx512).isa, std::min(cpu.isa, KernelIsa::avx2));
@@ -133,6 +139,13 @@ TEST(KernelIsa, OverridesCapTheLevel) {
   const CpuKernelLevels expected = detect_cpu_kernels(env);
   EXPECT_EQ(cpu_kernel_isa(), expected.isa);
   EXPECT_EQ(cpu_has_avx512_bf16(), expected.avx512_bf16);
+  EXPECT_EQ(cpu_has_avx_vnni(), expected.avx_vnni);
+  if (!expected.avx_vnni) {
+    EXPECT_THROW(type_traits_avx_vnni(DType::Q4_0_X16), Error);
+  }
+  EXPECT_EQ(cpu_kernels_name(),
+            std::string(kernel_isa_name(expected.isa)) +
+                (expected.isa == KernelIsa::avx2 && expected.avx_vnni ? "+avx-vnni" : ""));
   EXPECT_NO_THROW(init_cpu_kernels(env));
   IsaOverrides other = env;
   other.no_avx2 = !other.no_avx2;

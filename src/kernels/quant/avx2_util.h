@@ -15,7 +15,13 @@
 #include <cstdint>
 #include <cstring>
 
-namespace strata::kernels::avx2 {
+// The namespace of the AVX2 kernels a file defines: avx2, or avx2vnni where an
+// *_avxvnni.cpp file compiles the same source again with AVX-VNNI (kernels_avx2.h).
+#ifndef STRATA_AVX2_NS
+#define STRATA_AVX2_NS avx2
+#endif
+
+namespace strata::kernels::STRATA_AVX2_NS {
 
 // `value` in byte b of the result where bit b of the 32 bits at p is set, 0 elsewhere (the
 // high bits of Q3_K and Q5 quants, stored as bit masks).
@@ -101,4 +107,4 @@ static inline __m256i pair_i16_mask(int j) {
                           _mm_set1_epi16(static_cast<int16_t>(((2 * j + 1) << 8) | (2 * j))));
 }
 
-}  // namespace strata::kernels::avx2
+}  // namespace strata::kernels::STRATA_AVX2_NS

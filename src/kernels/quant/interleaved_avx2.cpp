@@ -13,6 +13,9 @@
 //    2 * 128 * 127 = 32512 per pair), widened by vpmaddwd before the next is added. This
 //    needs activations in [-127, 127] (vpsignb cannot negate -128), which every
 //    Q8_0_X16A producer guarantees: q8_0_from_float clamps to +-127.
+// With AVX-VNNI (interleaved_avxvnni.cpp compiles this file again as avx2vnni::), both are 8
+// vpdpbusd of the unsigned quants (Q8_0: the stored q + 128) from -offset x the block sums,
+// as the AVX-512 kernels do.
 // The file layouts' AVX2 kernels (legacy_avx2.cpp) spend about 22 instructions per block
 // and row; these about 5 (Q4_0) and 8 (Q8_0), which lets a GEMV keep up with memory and a
 // GEMM stay near the integer units' rate. The integer lanes are exact and the float steps
@@ -25,7 +28,7 @@
 #include "kernels/quant/kernels_avx2.h"
 #include "kernels/quant/x16_group_avx2.h"
 
-namespace strata::kernels::avx2 {
+namespace strata::kernels::STRATA_AVX2_NS {
 namespace {
 
 struct Q4x16 {
@@ -43,27 +46,39 @@ struct Q4x16 {
     w.d = half_scales(g.d + kHalfBlocks * h);
   }
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
+#ifdef __AVXVNNI__
+    return vnni_dot(w, a, h, offset_start(a, h, 3));
+#else
     __m256i s16 = _mm256_maddubs_epi16(w.q[0], load256(a.qs + 32 * h));
 #pragma GCC unroll 7
     for (int k = 1; k < 8; ++k)
       s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w.q[k], load256(a.qs + 64 * k + 32 * h)));
     const __m256i lanes = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
     return _mm256_sub_epi32(lanes, _mm256_slli_epi32(load256(a.sum + kHalfBlocks * h), 3));
+#endif
   }
 };
 
 struct Q8x16 {
   using Group = BlockQ8_0x16;
   static constexpr bool kHasMin = false;
-  // The signed quants (stored plus 128).
+  // The signed quants (stored plus 128); with AVX-VNNI the stored, unsigned ones.
   static void load(const Group& g, int h, HalfWeights& w) {
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
     const uint8_t* qs = q8_0_x16_qs(g);
+#ifdef __AVXVNNI__
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) w.q[k] = load256(qs + 64 * k + 32 * h);
+#else
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) w.q[k] = _mm256_xor_si256(load256(qs + 64 * k + 32 * h), flip);
+#endif
     w.d = half_scales(q8_0_x16_d(g) + kHalfBlocks * h);
   }
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
+#ifdef __AVXVNNI__
+    return vnni_dot(w, a, h, offset_start(a, h, 7));
+#endif
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i lanes = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -97,4 +112,4 @@ void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
   group_gemm<Q8x16>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
-}  // namespace strata::kernels::avx2
+}  // namespace strata::kernels::STRATA_AVX2_NS

@@ -135,3 +135,38 @@ void iq4_xs_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const v
                  int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
 }  // namespace strata::kernels::avx2
+
+// The group layouts' kernels (interleaved_avx2.cpp, legacy_x16_avx2.cpp) compiled again with
+// AVX-VNNI (*_avxvnni.cpp: vpdpbusd on 256-bit vectors, Intel's cores since Alder Lake
+// without AVX-512); the same outputs bit for bit. Call them only when cpu_has_avx_vnni().
+namespace strata::kernels::avx2vnni {
+
+float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a);
+float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a);
+float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a);
+float q5_0_x16_vec_dot(int64_t n, const void* w, const void* a);
+float q5_1_x16_vec_dot(int64_t n, const void* w, const void* a);
+float iq4_nl_x16_vec_dot(int64_t n, const void* w, const void* a);
+float q4_k_x16p_vec_dot(int64_t n, const void* w, const void* a);
+float q5_k_x16p_vec_dot(int64_t n, const void* w, const void* a);
+float iq4_xs_x16p_vec_dot(int64_t n, const void* w, const void* a);
+void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q4_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q5_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q5_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void iq4_nl_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                     int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q4_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q5_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                      int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+
+}  // namespace strata::kernels::avx2vnni

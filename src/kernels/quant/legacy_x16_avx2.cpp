@@ -17,6 +17,8 @@
 //    is super-block h: d x sc and -(dmin x m), or d x (ls - 32)), so a 32-element lane
 //    takes one convert and two fmas per token where Q4_K_X16's 16-element lanes take them
 //    twice (the AVX2 GEMV +37% on Q4_K).
+// With AVX-VNNI (legacy_x16_avxvnni.cpp compiles this file again as avx2vnni::) each dot is
+// 8 vpdpbusd of the unsigned quants (IQ4_NL's grid + 128) from -offset x the block sums.
 // The file layouts' AVX2 kernels (legacy_avx2.cpp) sum each block horizontally instead.
 // Every integer step is exact and the float steps are the reference's, so each output is
 // bit-identical to ref::q4_1_x16_vec_dot ... iq4_xs_x16p_vec_dot and the AVX-512 kernels.
@@ -29,7 +31,7 @@
 #include "kernels/quant/kquant_scales.h"
 #include "kernels/quant/x16_group_avx2.h"
 
-namespace strata::kernels::avx2 {
+namespace strata::kernels::STRATA_AVX2_NS {
 namespace {
 
 // Half h's 8 nibble vectors: low nibbles of chunk c are vector c, high ones vector c + 4.
@@ -54,17 +56,24 @@ inline void add_fifth_bits(const uint8_t* qh, int h, __m256i (&q)[8]) {
   }
 }
 
-// Half h's 8 nibble vectors looked up in the signed IQ4_NL grid.
+// Half h's 8 nibble vectors looked up in the signed IQ4_NL grid; with AVX-VNNI, grid + 128
+// (unsigned, for vpdpbusd; the dot's start takes 128 x the block sums off).
 inline void grid_values(const uint8_t* qs, int h, __m256i (&q)[8]) {
   load_nibbles(qs, h, q);
-  const __m256i grid =
+  __m256i grid =
       _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
+#ifdef __AVXVNNI__
+  grid = _mm256_xor_si256(grid, _mm256_set1_epi8(static_cast<char>(0x80)));
+#endif
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) q[k] = _mm256_shuffle_epi8(grid, q[k]);
 }
 
 // Unsigned quants of at most 31 by the activations: int16 sums of 4 vectors, then int32.
 inline __m256i dot_by_fours(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
+#ifdef __AVXVNNI__
+  return vnni_dot(w, a, h, _mm256_setzero_si256());
+#endif
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i lanes = _mm256_setzero_si256();
 #pragma GCC unroll 2
@@ -87,6 +96,9 @@ struct Q4_1x16 {
     w.m = half_scales(g.m + kHalfBlocks * h);
   }
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
+#ifdef __AVXVNNI__
+    return vnni_dot(w, a, h, _mm256_setzero_si256());
+#endif
     __m256i s16 = _mm256_maddubs_epi16(w.q[0], load256(a.qs + 32 * h));
 #pragma GCC unroll 7
     for (int k = 1; k < 8; ++k)
@@ -104,6 +116,9 @@ struct Q5_0x16 {
     w.d = half_scales(g.d + kHalfBlocks * h);
   }
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
+#ifdef __AVXVNNI__
+    return vnni_dot(w, a, h, offset_start(a, h, 4));
+#endif
     return _mm256_sub_epi32(dot_by_fours(w, a, h),
                             _mm256_slli_epi32(load256(a.sum + kHalfBlocks * h), 4));
   }
@@ -131,6 +146,9 @@ struct Iq4NLx16 {
     w.d = half_scales(g.d + kHalfBlocks * h);
   }
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
+#ifdef __AVXVNNI__
+    return vnni_dot(w, a, h, offset_start(a, h, 7));
+#endif
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i lanes = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -238,4 +256,4 @@ void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, co
   group_gemm<Iq4XSx16P>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
-}  // namespace strata::kernels::avx2
+}  // namespace strata::kernels::STRATA_AVX2_NS

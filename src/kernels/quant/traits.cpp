@@ -158,7 +158,7 @@ Table build_reference() {
 // Starts from the reference table and swaps in the kernels of each level up to `isa` where
 // they exist. The quantizers for weight types stay scalar: they run once, when a model is
 // converted.
-Table build_fast(KernelIsa isa) {
+Table build_fast(KernelIsa isa, bool avx_vnni) {
   Table t = build_reference();
   if (isa < KernelIsa::avx2) return t;
   auto& f16 = t[index_of(DType::F16)];
@@ -218,6 +218,17 @@ Table build_fast(KernelIsa isa) {
   set_kernels(DType::Q4_K_X16P, avx2::q4_k_x16p_vec_dot, avx2::q4_k_x16p_gemm);
   set_kernels(DType::Q5_K_X16P, avx2::q5_k_x16p_vec_dot, avx2::q5_k_x16p_gemm);
   set_kernels(DType::IQ4_XS_X16P, avx2::iq4_xs_x16p_vec_dot, avx2::iq4_xs_x16p_gemm);
+  if (avx_vnni) {
+    set_kernels(DType::Q4_0_X16, avx2vnni::q4_0_x16_vec_dot, avx2vnni::q4_0_x16_gemm);
+    set_kernels(DType::Q8_0_X16, avx2vnni::q8_0_x16_vec_dot, avx2vnni::q8_0_x16_gemm);
+    set_kernels(DType::Q4_1_X16, avx2vnni::q4_1_x16_vec_dot, avx2vnni::q4_1_x16_gemm);
+    set_kernels(DType::Q5_0_X16, avx2vnni::q5_0_x16_vec_dot, avx2vnni::q5_0_x16_gemm);
+    set_kernels(DType::Q5_1_X16, avx2vnni::q5_1_x16_vec_dot, avx2vnni::q5_1_x16_gemm);
+    set_kernels(DType::IQ4_NL_X16, avx2vnni::iq4_nl_x16_vec_dot, avx2vnni::iq4_nl_x16_gemm);
+    set_kernels(DType::Q4_K_X16P, avx2vnni::q4_k_x16p_vec_dot, avx2vnni::q4_k_x16p_gemm);
+    set_kernels(DType::Q5_K_X16P, avx2vnni::q5_k_x16p_vec_dot, avx2vnni::q5_k_x16p_gemm);
+    set_kernels(DType::IQ4_XS_X16P, avx2vnni::iq4_xs_x16p_vec_dot, avx2vnni::iq4_xs_x16p_gemm);
+  }
   if (isa < KernelIsa::avx512_vnni) return t;
   t[index_of(DType::Q8_0_X16A)].from_float = avx512::q8_0_x16a_from_float;
   t[index_of(DType::Q8_K_X16A)].from_float = avx512::q8_k_x16a_from_float;
@@ -297,6 +308,7 @@ CpuKernelLevels detect_cpu_kernels(const IsaOverrides& overrides) {
     return l;
   }
   l.isa = KernelIsa::avx2;
+  l.avx_vnni = !overrides.no_avx_vnni && __builtin_cpu_supports("avxvnni");
   if (overrides.no_avx512 || !__builtin_cpu_supports("avx512f") ||
       !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
       !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vnni")) {
@@ -355,6 +367,25 @@ bool cpu_has_avx512_bf16() {
   return process_levels().avx512_bf16;
 }
 
+bool cpu_has_avx_vnni() {
+  return process_levels().avx_vnni;
+}
+
+std::string cpu_kernels_name() {
+  const KernelIsa isa = cpu_kernel_isa();
+  std::string name = kernel_isa_name(isa);
+  if (isa == KernelIsa::avx2 && cpu_has_avx_vnni()) name += "+avx-vnni";
+  return name;
+}
+
+const TypeTraits& type_traits_avx_vnni(DType t) {
+  if (!cpu_has_avx_vnni()) {
+    throw Error("kernels: this CPU (or the ISA overrides) does not allow AVX-VNNI kernels");
+  }
+  static const Table table = build_fast(KernelIsa::avx2, true);
+  return lookup(table, t);
+}
+
 const TypeTraits& type_traits_for(KernelIsa isa, DType t) {
   if (isa > cpu_kernel_isa()) {
     throw Error(std::string("kernels: this CPU (or the ISA overrides) does not allow ") +
@@ -362,13 +393,14 @@ const TypeTraits& type_traits_for(KernelIsa isa, DType t) {
   }
   // Building a table only stores function pointers; the check above keeps a level this
   // CPU cannot run from being used.
-  static const Table tables[] = {build_fast(KernelIsa::scalar), build_fast(KernelIsa::avx2),
-                                 build_fast(KernelIsa::avx512_vnni)};
+  static const Table tables[] = {build_fast(KernelIsa::scalar, false),
+                                 build_fast(KernelIsa::avx2, false),
+                                 build_fast(KernelIsa::avx512_vnni, false)};
   return lookup(tables[static_cast<int>(isa)], t);
 }
 
 const TypeTraits& type_traits(DType t) {
-  static const Table table = build_fast(cpu_kernel_isa());
+  static const Table table = build_fast(cpu_kernel_isa(), cpu_has_avx_vnni());
   return lookup(table, t);
 }
 

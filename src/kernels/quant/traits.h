@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/dtype.h"
 
@@ -56,11 +57,12 @@ const char* kernel_isa_name(KernelIsa isa);
 
 // Lower levels forced on a capable machine, to test or compare them. The kernels do not
 // read the environment: the mains do (tools/isa_env.h: STRATA_NO_AVX512, STRATA_NO_AVX2,
-// STRATA_NO_AVX512_BF16) and pass the result to init_cpu_kernels.
+// STRATA_NO_AVX512_BF16, STRATA_NO_AVX_VNNI) and pass the result to init_cpu_kernels.
 struct IsaOverrides {
   bool no_avx512 = false;       // cap the level at avx2
   bool no_avx2 = false;         // cap the level at scalar
   bool no_avx512_bf16 = false;  // no AVX512_BF16 dot products
+  bool no_avx_vnni = false;     // the avx2 level without its AVX-VNNI kernels
   bool operator==(const IsaOverrides&) const = default;
 };
 
@@ -68,6 +70,7 @@ struct IsaOverrides {
 struct CpuKernelLevels {
   KernelIsa isa = KernelIsa::scalar;
   bool avx512_bf16 = false;  // isa is avx512_vnni and the CPU has AVX512_BF16
+  bool avx_vnni = false;     // isa is at least avx2 and the CPU has AVX-VNNI (VEX vpdpbusd)
 };
 
 // The best levels this CPU (and OS) supports, capped by `overrides`. Reads only the CPU.
@@ -89,9 +92,20 @@ bool cpu_has_avx2_fma();
 // attention over bf16 KV caches), unless the overrides turned it off.
 bool cpu_has_avx512_bf16();
 
+// The CPU has AVX-VNNI and the overrides allow it: at the avx2 level the group layouts'
+// matmuls (Q4_0/Q8_0/Q4_1/Q5_0/Q5_1/IQ4_NL_X16, the K pairs) use vpdpbusd on 256-bit vectors.
+bool cpu_has_avx_vnni();
+
+// "avx2+fma", with "+avx-vnni" where the avx2 level uses AVX-VNNI, or kernel_isa_name.
+std::string cpu_kernels_name();
+
 // The table of one level, for comparing levels in tests and benchmarks; throws
-// strata::Error when `isa` is above cpu_kernel_isa().
+// strata::Error when `isa` is above cpu_kernel_isa(). The avx2 table is the plain AVX2 one.
 const TypeTraits& type_traits_for(KernelIsa isa, DType t);
+
+// The avx2 level's table with its AVX-VNNI kernels; throws strata::Error without
+// cpu_has_avx_vnni().
+const TypeTraits& type_traits_avx_vnni(DType t);
 
 // Bytes of a row of `n` elements of type t; throws Error when n is negative or not a
 // multiple of the block size (the message names `what`).

@@ -21,7 +21,7 @@
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/token_tiles.h"
 
-namespace strata::kernels::avx2 {
+namespace strata::kernels::STRATA_AVX2_NS {
 namespace {
 
 constexpr int kHalfBlocks = kX16Blocks / 2;  // blocks per 32-byte half
@@ -33,6 +33,27 @@ struct HalfWeights {
   __m256 d;
   __m256 m;
 };
+
+#ifdef __AVXVNNI__
+// AVX-VNNI (the *_avxvnni.cpp builds): start + the exact int32 dots of the 8 unsigned quant
+// vectors with the activation's, in two vpdpbusd chains of 4. The layouts that need an
+// offset take it in `start` (-offset x the block sums), as the AVX-512 kernels do.
+inline __m256i vnni_dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h, __m256i start) {
+  __m256i lanes = start, odd = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int k = 0; k < 8; k += 2) {
+    lanes = _mm256_dpbusd_avx_epi32(lanes, w.q[k], load256(a.qs + 64 * k + 32 * h));
+    odd = _mm256_dpbusd_avx_epi32(odd, w.q[k + 1], load256(a.qs + 64 * (k + 1) + 32 * h));
+  }
+  return _mm256_add_epi32(lanes, odd);
+}
+
+// -(the half's block sums << shift): the start that cancels an unsigned offset 1 << shift.
+inline __m256i offset_start(const BlockQ8_0x16A& a, int h, int shift) {
+  return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_sll_epi32(load256(a.sum + kHalfBlocks * h),
+                                                                   _mm_cvtsi32_si128(shift)));
+}
+#endif
 
 inline __m256 half_scales(const uint16_t* d) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
@@ -95,4 +116,4 @@ void group_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const vo
 }
 
 }  // namespace
-}  // namespace strata::kernels::avx2
+}  // namespace strata::kernels::STRATA_AVX2_NS
