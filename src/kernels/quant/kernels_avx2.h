@@ -136,7 +136,8 @@ void iq4_xs_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const v
 
 }  // namespace strata::kernels::avx2
 
-// The group layouts' kernels (interleaved_avx2.cpp, legacy_x16_avx2.cpp) compiled again with
+// The repacked layouts' kernels (interleaved_avx2.cpp, legacy_x16_avx2.cpp, kquant_*x16_avx2.cpp)
+// compiled again with
 // AVX-VNNI (*_avxvnni.cpp: vpdpbusd on 256-bit vectors, Intel's cores since Alder Lake
 // without AVX-512); the same outputs bit for bit. Call them only when cpu_has_avx_vnni().
 namespace strata::kernels::avx2vnni {
@@ -168,5 +169,27 @@ void q5_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, cons
                     int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                       int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// The one-super-block K layouts (kquant_*_x16_avx2.cpp, kquant_x16_avx2.cpp).
+float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+float q4_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+float iq4_xs_x16_vec_dot(int64_t n, const void* w, const void* a);
+float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+float q3_k_x16s_vec_dot(int64_t n, const void* w, const void* a);
+float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q4_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q5_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void iq4_xs_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                     int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q3_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q3_k_x16s_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+void q2_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
 }  // namespace strata::kernels::avx2vnni

@@ -14,7 +14,7 @@
 #include "kernels/quant/kquant_scales.h"
 #include "kernels/quant/kquant_x16_tile_avx2.h"
 
-namespace strata::kernels::avx2 {
+namespace strata::kernels::STRATA_AVX2_NS {
 namespace {
 
 struct Iq4Xs {
@@ -35,13 +35,25 @@ struct Iq4Xs {
     const __m256i grid = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
     nibble_vectors(wb.qs, h, hw.v);
+#ifdef __AVXVNNI__
+    // Grid + 128, unsigned for vpdpbusd (fold starts each lane at -128 x its sum).
+    const __m256i unsigned_grid = _mm256_xor_si256(grid, _mm256_set1_epi8(static_cast<char>(0x80)));
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) hw.v[k] = _mm256_shuffle_epi8(unsigned_grid, hw.v[k]);
+#else
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) hw.v[k] = _mm256_shuffle_epi8(grid, hw.v[k]);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) hw.mag[k] = _mm256_sign_epi8(hw.v[k], hw.v[k]);
+#endif
     return hw;
   }
   static __m256 fold(const Half& hw, const Shared& s, const BlockQ8_Kx16A& ab, int h, __m256 acc) {
+#ifdef __AVXVNNI__
+    // -128 x the lane's sum is 4 x its bias (-32 x the sum).
+    const __m256i start = _mm256_slli_epi32(load256(ab.bias + 8 * h), 2);
+    return fold_scaled(vnni_lane_dots(hw.v, ab, h, start), hw.scales, s.dw, ab.d, acc);
+#endif
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i p[4];
 #pragma GCC unroll 4
@@ -66,4 +78,4 @@ void iq4_xs_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, con
   kquant_gemm<Iq4Xs>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
-}  // namespace strata::kernels::avx2
+}  // namespace strata::kernels::STRATA_AVX2_NS

@@ -19,7 +19,7 @@
 #include "kernels/quant/kernels_avx2.h"
 #include "kernels/quant/kquant_x16_tile_avx2.h"
 
-namespace strata::kernels::avx2 {
+namespace strata::kernels::STRATA_AVX2_NS {
 namespace {
 
 // Half h of the activation's last line (d, neg_sums): qword k's high dword holds minus the
@@ -48,11 +48,20 @@ struct Q2 {
     Half hw;
     const __m256i bytes = _mm256_broadcastsi128_si256(
         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scales + 8 * h)));
+#ifdef __AVXVNNI__
+    // The lane sums come as int32 (below 2^15 in magnitude): the scale in the low word only.
+    hw.scales16 = _mm256_and_si256(
+        _mm256_shuffle_epi8(
+            bytes, _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1, 4,
+                                    -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7, -1, -1, -1)),
+        _mm256_set1_epi16(15));
+#else
     hw.scales16 = _mm256_and_si256(
         _mm256_shuffle_epi8(
             bytes, _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 4, -1,
                                     4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1)),
         _mm256_set1_epi16(15));
+#endif
     hw.min_words = _mm256_srli_epi16(
         _mm256_shuffle_epi8(
             bytes, _mm256_setr_epi8(-1, -1, -1, -1, 0, -1, 1, -1, -1, -1, -1, -1, 2, -1, 3, -1, -1,
@@ -68,7 +77,11 @@ struct Q2 {
     // Lane j x its scale in one vpmaddwd: sc x (the lane's two int16 sums), exact in int32;
     // then lanes 2k and 2k + 1 both hold the pair's sum, and the odd lanes take the min pairs
     // (the even lanes of that vpmaddwd see d and zero min words: discarded by the blend).
+#ifdef __AVXVNNI__
+    const __m256i scaled = _mm256_madd_epi16(lane_dots_i16(hw.q, ab, h), hw.scales16);
+#else
     const __m256i scaled = _mm256_madd_epi16(lane_sums_i16(hw.q, ab, h), hw.scales16);
+#endif
     const __m256i pairs = _mm256_add_epi32(scaled, _mm256_shuffle_epi32(scaled, 0xb1));
     const __m256i mins = _mm256_madd_epi16(last_line_half(ab, h), hw.min_words);
     return _mm256_fmadd_ps(_mm256_mul_ps(s.dd, _mm256_set1_ps(ab.d)),
@@ -87,4 +100,4 @@ void q2_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
   kquant_gemm<Q2>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
-}  // namespace strata::kernels::avx2
+}  // namespace strata::kernels::STRATA_AVX2_NS

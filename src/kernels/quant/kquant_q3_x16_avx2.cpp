@@ -14,7 +14,7 @@
 #include "kernels/quant/kquant_scales.h"
 #include "kernels/quant/kquant_x16_tile_avx2.h"
 
-namespace strata::kernels::avx2 {
+namespace strata::kernels::STRATA_AVX2_NS {
 namespace {
 
 // Q3_K_X16 (its bit-2 plane as 64-bit byte masks, kHighBits = Masks) or Q3_K_X16S (the
@@ -85,4 +85,4 @@ void q3_k_x16s_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, cons
   kquant_gemm<Q3Sliced>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
-}  // namespace strata::kernels::avx2
+}  // namespace strata::kernels::STRATA_AVX2_NS

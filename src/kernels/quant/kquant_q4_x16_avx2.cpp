@@ -15,7 +15,7 @@
 #include "kernels/quant/kquant_scales.h"
 #include "kernels/quant/kquant_x16_tile_avx2.h"
 
-namespace strata::kernels::avx2 {
+namespace strata::kernels::STRATA_AVX2_NS {
 namespace {
 
 struct Q4 {
@@ -60,4 +60,4 @@ void q4_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
   kquant_gemm<Q4>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
-}  // namespace strata::kernels::avx2
+}  // namespace strata::kernels::STRATA_AVX2_NS

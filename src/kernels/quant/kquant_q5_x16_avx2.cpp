@@ -11,7 +11,7 @@
 #include "kernels/quant/kquant_scales.h"
 #include "kernels/quant/kquant_x16_tile_avx2.h"
 
-namespace strata::kernels::avx2 {
+namespace strata::kernels::STRATA_AVX2_NS {
 namespace {
 
 struct Q5 {
@@ -56,4 +56,4 @@ void q5_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
   kquant_gemm<Q5>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
-}  // namespace strata::kernels::avx2
+}  // namespace strata::kernels::STRATA_AVX2_NS

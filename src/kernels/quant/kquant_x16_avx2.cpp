@@ -16,7 +16,7 @@
 #include "kernels/quant/kernels_avx2.h"
 #include "kernels/quant/kquant_x16_tile_avx2.h"
 
-namespace strata::kernels::avx2 {
+namespace strata::kernels::STRATA_AVX2_NS {
 namespace {
 
 struct Q6 {
@@ -51,8 +51,12 @@ struct Q6 {
     return hw;
   }
   static __m256 fold(const Half& hw, const Shared& s, const BlockQ8_Kx16A& ab, int h, __m256 acc) {
+#ifdef __AVXVNNI__
+    const __m256i lanes = vnni_lane_dots(hw.q, ab, h, load256(ab.bias + 8 * h));
+#else
     const __m256i lanes =
         _mm256_add_epi32(load256(ab.bias + 8 * h), lane_dots_i16_pairs(hw.q, ab, h));
+#endif
     return fold_scaled(lanes, hw.scales, s.dw, ab.d, acc);
   }
 };
@@ -68,4 +72,4 @@ void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
   kquant_gemm<Q6>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
 
-}  // namespace strata::kernels::avx2
+}  // namespace strata::kernels::STRATA_AVX2_NS

@@ -24,7 +24,7 @@
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/token_tiles.h"
 
-namespace strata::kernels::avx2 {
+namespace strata::kernels::STRATA_AVX2_NS {
 namespace {
 
 // The products of 4 unsigned quant vectors with the activation's, summed in int16: lane j of
@@ -38,15 +38,34 @@ inline __m256i lane_sums_i16(const __m256i (&q)[4], const BlockQ8_Kx16A& a, int 
   return _mm256_add_epi16(p01, p23);
 }
 
+#ifdef __AVXVNNI__
+// AVX-VNNI (the *_avxvnni.cpp builds): start + lane j of half h's exact dot product of the 4
+// unsigned quant vectors with the activation's, in two vpdpbusd chains of 2.
+inline __m256i vnni_lane_dots(const __m256i (&q)[4], const BlockQ8_Kx16A& a, int h, __m256i start) {
+  __m256i even = _mm256_dpbusd_avx_epi32(start, q[0], load256(a.qs + 32 * h));
+  __m256i odd = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), q[1], load256(a.qs + 64 + 32 * h));
+  even = _mm256_dpbusd_avx_epi32(even, q[2], load256(a.qs + 128 + 32 * h));
+  odd = _mm256_dpbusd_avx_epi32(odd, q[3], load256(a.qs + 192 + 32 * h));
+  return _mm256_add_epi32(even, odd);
+}
+#endif
+
 // Lane j of half h: the exact dot product of the 4 quant vectors with the activation's
-// (lane_sums_i16 widened).
+// (lane_sums_i16 widened; with AVX-VNNI, vpdpbusd).
 inline __m256i lane_dots_i16(const __m256i (&q)[4], const BlockQ8_Kx16A& a, int h) {
+#ifdef __AVXVNNI__
+  return vnni_lane_dots(q, a, h, _mm256_setzero_si256());
+#else
   return _mm256_madd_epi16(lane_sums_i16(q, a, h), _mm256_set1_epi16(1));
+#endif
 }
 
 // The same with vectors 0 + 1 and 2 + 3 widened separately, for quants whose 4-vector
 // int16 sum could overflow (6-bit Q6_K: a pair of pairs is at most 32004).
 inline __m256i lane_dots_i16_pairs(const __m256i (&q)[4], const BlockQ8_Kx16A& a, int h) {
+#ifdef __AVXVNNI__
+  return vnni_lane_dots(q, a, h, _mm256_setzero_si256());
+#endif
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(q[0], load256(a.qs + 32 * h)),
                                        _mm256_maddubs_epi16(q[1], load256(a.qs + 64 + 32 * h)));
@@ -144,4 +163,4 @@ void kquant_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const v
 }
 
 }  // namespace
-}  // namespace strata::kernels::avx2
+}  // namespace strata::kernels::STRATA_AVX2_NS

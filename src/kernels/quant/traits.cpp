@@ -228,6 +228,13 @@ Table build_fast(KernelIsa isa, bool avx_vnni) {
     set_kernels(DType::Q4_K_X16P, avx2vnni::q4_k_x16p_vec_dot, avx2vnni::q4_k_x16p_gemm);
     set_kernels(DType::Q5_K_X16P, avx2vnni::q5_k_x16p_vec_dot, avx2vnni::q5_k_x16p_gemm);
     set_kernels(DType::IQ4_XS_X16P, avx2vnni::iq4_xs_x16p_vec_dot, avx2vnni::iq4_xs_x16p_gemm);
+    set_kernels(DType::Q6_K_X16, avx2vnni::q6_k_x16_vec_dot, avx2vnni::q6_k_x16_gemm);
+    set_kernels(DType::Q4_K_X16, avx2vnni::q4_k_x16_vec_dot, avx2vnni::q4_k_x16_gemm);
+    set_kernels(DType::Q5_K_X16, avx2vnni::q5_k_x16_vec_dot, avx2vnni::q5_k_x16_gemm);
+    set_kernels(DType::IQ4_XS_X16, avx2vnni::iq4_xs_x16_vec_dot, avx2vnni::iq4_xs_x16_gemm);
+    set_kernels(DType::Q3_K_X16, avx2vnni::q3_k_x16_vec_dot, avx2vnni::q3_k_x16_gemm);
+    set_kernels(DType::Q3_K_X16S, avx2vnni::q3_k_x16s_vec_dot, avx2vnni::q3_k_x16s_gemm);
+    set_kernels(DType::Q2_K_X16, avx2vnni::q2_k_x16_vec_dot, avx2vnni::q2_k_x16_gemm);
   }
   if (isa < KernelIsa::avx512_vnni) return t;
   t[index_of(DType::Q8_0_X16A)].from_float = avx512::q8_0_x16a_from_float;
