@@ -129,6 +129,9 @@ RooflineResult measure_roofline(ThreadPool& pool, const RooflineOptions& opt) {
   if (r.avx512) {
     r.int8_gops = peak_rate(pool, detail::int8_dot_loop_avx512, opt.repetitions);
     r.int8_instruction = "vpdpbusd zmm (AVX-512 VNNI)";
+  } else if (r.avx2 && cpu_has_avx_vnni()) {
+    r.int8_gops = peak_rate(pool, detail::int8_dot_loop_avxvnni, opt.repetitions);
+    r.int8_instruction = "vpdpbusd ymm (AVX-VNNI)";
   } else if (r.avx2) {
     r.int8_gops = peak_rate(pool, detail::int8_dot_loop_avx2, opt.repetitions);
     r.int8_instruction = "vpmaddubsw + vpmaddwd ymm (AVX2)";

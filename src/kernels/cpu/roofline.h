@@ -17,7 +17,8 @@ struct RooflineResult {
   double fma_gflops = 0;     // f32 FMA peak, all threads, AVX2 (scalar without AVX2)
   double fma512_gflops = 0;  // f32 FMA peak with AVX-512; 0 without it
   // int8 dot-product peak (u8 x s8 multiply-adds into i32) of the kernels' instruction:
-  // vpdpbusd on 512-bit registers with AVX-512 VNNI, else vpmaddubsw + vpmaddwd on AVX2;
+  // vpdpbusd on 512-bit registers with AVX-512 VNNI, on 256-bit ones at the avx2 level with
+  // AVX-VNNI, else vpmaddubsw + vpmaddwd on AVX2;
   // counted as 2 operations per multiply-add; 0 without AVX2.
   double int8_gops = 0;
   const char* int8_instruction = "";
@@ -50,6 +51,7 @@ double fma_loop_scalar(long iterations);
 double int8_dot_loop_avx2(long iterations);  // returns operations done
 double fma_loop_avx512(long iterations);     // roofline_avx512.cpp
 double int8_dot_loop_avx512(long iterations);
+double int8_dot_loop_avxvnni(long iterations);  // roofline_avxvnni.cpp
 }  // namespace detail
 
 }  // namespace strata::kernels
