@@ -40,7 +40,8 @@ obj = $(patsubst %.cpp,$(OBJ)/%.o,$(1))
 ISA_avx2 := -mavx2 -mfma -mf16c
 ISA_avx512 := $(ISA_avx2) -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 ISA_avx512bf16 := $(ISA_avx512) -mavx512bf16
-isa = $(if $(filter %_avx512bf16.cpp,$(1)),$(ISA_avx512bf16),$(if $(filter %_avx512.cpp,$(1)),$(ISA_avx512),$(if $(filter %_avx2.cpp,$(1)),$(ISA_avx2))))
+ISA_avxvnni := $(ISA_avx2) -mavxvnni
+isa = $(if $(filter %_avx512bf16.cpp,$(1)),$(ISA_avx512bf16),$(if $(filter %_avx512.cpp,$(1)),$(ISA_avx512),$(if $(filter %_avxvnni.cpp,$(1)),$(ISA_avxvnni),$(if $(filter %_avx2.cpp,$(1)),$(ISA_avx2)))))
 
 # clang 14 lacks __builtin_cpu_supports("f16c"), which traits.cpp asks (see the shim).
 SHIM_src/kernels/quant/traits.cpp := -include tests/fuzz/cpu_supports_shim.h
