@@ -7,7 +7,7 @@
 #pragma once
 
 #ifndef __AVX2__
-#error "avx2_util.h may only be included by files compiled with -mavx2 (named *_avx2.cpp, *_avxvnni.cpp)"
+#error "avx2_util.h needs -mavx2 (files named *_avx2.cpp or *_avxvnni.cpp)"
 #endif
 
 #include <immintrin.h>
