@@ -78,7 +78,7 @@ struct Q8x16 {
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
 #ifdef __AVXVNNI__
     return vnni_dot(w, a, h, offset_start(a, h, 7));
-#endif
+#else
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i lanes = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -89,6 +89,7 @@ struct Q8x16 {
           lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), signed_a), ones));
     }
     return lanes;
+#endif
   }
 };
 

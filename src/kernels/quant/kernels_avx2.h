@@ -42,75 +42,6 @@ void q8_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const voi
 void q4_0_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
-// Q6_K_X16 weights against Q8_K_X16A activations (kquant_x16_avx2.cpp); bit-identical to
-// ref::q6_k_x16_vec_dot and the AVX-512 kernel.
-// Q4_K_X16 weights against Q8_K_X16A activations (kquant_q4_x16_avx2.cpp); bit-identical
-// to ref::q4_k_x16_vec_dot and the AVX-512 kernel.
-float q4_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q5_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-// Q5_K_X16 likewise (kquant_q5_x16_avx2.cpp).
-float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q4_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-// IQ4_XS_X16 weights against Q8_K_X16A activations (kquant_iq4_x16_avx2.cpp); bit-identical to
-// ref::iq4_xs_x16_vec_dot.
-float iq4_xs_x16_vec_dot(int64_t n, const void* w, const void* a);
-void iq4_xs_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                     int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-// Q3_K_X16 weights against Q8_K_X16A activations (kquant_q3_x16_avx2.cpp); bit-identical to
-// ref::q3_k_x16_vec_dot.
-float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q3_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-// Q3_K_X16S likewise (the layout AVX2 machines repack Q3_K to); bit-identical to
-// ref::q3_k_x16s_vec_dot.
-float q3_k_x16s_vec_dot(int64_t n, const void* w, const void* a);
-void q3_k_x16s_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-// Q4_1_X16, Q5_0_X16, Q5_1_X16 and IQ4_NL_X16 weights against Q8_0_X16A activations
-// (legacy_x16_avx2.cpp); bit-identical to ref::q4_1_x16_vec_dot ... iq4_nl_x16_vec_dot.
-float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a);
-float q5_0_x16_vec_dot(int64_t n, const void* w, const void* a);
-float q5_1_x16_vec_dot(int64_t n, const void* w, const void* a);
-float iq4_nl_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q4_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q5_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q5_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void iq4_nl_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                     int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-// The K pairs Q4_K_X16P, Q5_K_X16P and IQ4_XS_X16P against Q8_0_X16A activations
-// (legacy_x16_avx2.cpp); bit-identical to ref::q4_k_x16p_vec_dot ... iq4_xs_x16p_vec_dot.
-float q4_k_x16p_vec_dot(int64_t n, const void* w, const void* a);
-float q5_k_x16p_vec_dot(int64_t n, const void* w, const void* a);
-float iq4_xs_x16p_vec_dot(int64_t n, const void* w, const void* a);
-void q4_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q5_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                      int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-// Q2_K_X16 weights against Q8_K_X16A activations (kquant_q2_x16_avx2.cpp); bit-identical to
-// ref::q2_k_x16_vec_dot.
-float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q2_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-
-// Q4_0_X16 / Q8_0_X16 weights against Q8_0_X16A activations (interleaved_avx2.cpp),
-// bit-identical to ref::q4_0_x16_vec_dot / q8_0_x16_vec_dot (and the AVX-512 kernels).
-float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a);
-float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-
 void q8_k_from_float(const float* src, void* dst, int64_t n);
 float q4_k_vec_dot(int64_t n, const void* w, const void* a);
 float q6_k_vec_dot(int64_t n, const void* w, const void* a);
@@ -136,60 +67,44 @@ void iq4_xs_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const v
 
 }  // namespace strata::kernels::avx2
 
-// The repacked layouts' kernels (interleaved_avx2.cpp, legacy_x16_avx2.cpp, kquant_*x16_avx2.cpp)
-// compiled again with
-// AVX-VNNI (*_avxvnni.cpp: vpdpbusd on 256-bit vectors, Intel's cores since Alder Lake
-// without AVX-512); the same outputs bit for bit. Call them only when cpu_has_avx_vnni().
+// The repacked layouts' kernels, NAME_vec_dot and NAME_gemm (TypeTraits' signatures), each
+// bit-identical to ref::NAME_vec_dot and to the AVX-512 kernel:
+//   q4_0_x16, q8_0_x16                          interleaved_avx2.cpp, Q8_0_X16A activations
+//   q4_1_x16 ... iq4_nl_x16, the K pairs (x16p)  legacy_x16_avx2.cpp, Q8_0_X16A
+//   q6_k_x16                                    kquant_x16_avx2.cpp, Q8_K_X16A
+//   q4_k_x16, q5_k_x16, iq4_xs_x16, q3_k_x16(s), q2_k_x16   kquant_*_x16_avx2.cpp, Q8_K_X16A
+// declared in avx2 and again in avx2vnni: the same sources compiled with AVX-VNNI
+// (*_avxvnni.cpp: vpdpbusd on 256-bit vectors, Intel's cores since Alder Lake without
+// AVX-512), the same outputs bit for bit; call those only when cpu_has_avx_vnni().
+#define STRATA_AVX2_ROW_KERNELS(name)                                                     \
+  float name##_vec_dot(int64_t n, const void* w, const void* a);                          \
+  void name##_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, \
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+#define STRATA_AVX2_REPACKED_KERNELS   \
+  STRATA_AVX2_ROW_KERNELS(q4_0_x16)    \
+  STRATA_AVX2_ROW_KERNELS(q8_0_x16)    \
+  STRATA_AVX2_ROW_KERNELS(q4_1_x16)    \
+  STRATA_AVX2_ROW_KERNELS(q5_0_x16)    \
+  STRATA_AVX2_ROW_KERNELS(q5_1_x16)    \
+  STRATA_AVX2_ROW_KERNELS(iq4_nl_x16)  \
+  STRATA_AVX2_ROW_KERNELS(q4_k_x16p)   \
+  STRATA_AVX2_ROW_KERNELS(q5_k_x16p)   \
+  STRATA_AVX2_ROW_KERNELS(iq4_xs_x16p) \
+  STRATA_AVX2_ROW_KERNELS(q6_k_x16)    \
+  STRATA_AVX2_ROW_KERNELS(q4_k_x16)    \
+  STRATA_AVX2_ROW_KERNELS(q5_k_x16)    \
+  STRATA_AVX2_ROW_KERNELS(iq4_xs_x16)  \
+  STRATA_AVX2_ROW_KERNELS(q3_k_x16)    \
+  STRATA_AVX2_ROW_KERNELS(q3_k_x16s)   \
+  STRATA_AVX2_ROW_KERNELS(q2_k_x16)
+
+namespace strata::kernels::avx2 {
+STRATA_AVX2_REPACKED_KERNELS
+}  // namespace strata::kernels::avx2
+
 namespace strata::kernels::avx2vnni {
-
-float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a);
-float q8_0_x16_vec_dot(int64_t n, const void* w, const void* a);
-float q4_1_x16_vec_dot(int64_t n, const void* w, const void* a);
-float q5_0_x16_vec_dot(int64_t n, const void* w, const void* a);
-float q5_1_x16_vec_dot(int64_t n, const void* w, const void* a);
-float iq4_nl_x16_vec_dot(int64_t n, const void* w, const void* a);
-float q4_k_x16p_vec_dot(int64_t n, const void* w, const void* a);
-float q5_k_x16p_vec_dot(int64_t n, const void* w, const void* a);
-float iq4_xs_x16p_vec_dot(int64_t n, const void* w, const void* a);
-void q4_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q4_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q5_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q5_1_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void iq4_nl_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                     int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q4_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q5_k_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                      int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-// The one-super-block K layouts (kquant_*_x16_avx2.cpp, kquant_x16_avx2.cpp).
-float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-float q4_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-float iq4_xs_x16_vec_dot(int64_t n, const void* w, const void* a);
-float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-float q3_k_x16s_vec_dot(int64_t n, const void* w, const void* a);
-float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q4_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q5_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void iq4_xs_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                     int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q3_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q3_k_x16s_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                    int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-void q2_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-
+STRATA_AVX2_REPACKED_KERNELS
 }  // namespace strata::kernels::avx2vnni
+
+#undef STRATA_AVX2_REPACKED_KERNELS
+#undef STRATA_AVX2_ROW_KERNELS

@@ -53,7 +53,7 @@ struct Iq4Xs {
     // -128 x the lane's sum is 4 x its bias (-32 x the sum).
     const __m256i start = _mm256_slli_epi32(load256(ab.bias + 8 * h), 2);
     return fold_scaled(vnni_lane_dots(hw.v, ab, h, start), hw.scales, s.dw, ab.d, acc);
-#endif
+#else
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i p[4];
 #pragma GCC unroll 4
@@ -64,6 +64,7 @@ struct Iq4Xs {
     const __m256i lanes =
         _mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3]));
     return fold_scaled(lanes, hw.scales, s.dw, ab.d, acc);
+#endif
   }
 };
 

@@ -65,13 +65,14 @@ inline __m256i lane_dots_i16(const __m256i (&q)[4], const BlockQ8_Kx16A& a, int 
 inline __m256i lane_dots_i16_pairs(const __m256i (&q)[4], const BlockQ8_Kx16A& a, int h) {
 #ifdef __AVXVNNI__
   return vnni_lane_dots(q, a, h, _mm256_setzero_si256());
-#endif
+#else
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(q[0], load256(a.qs + 32 * h)),
                                        _mm256_maddubs_epi16(q[1], load256(a.qs + 64 + 32 * h)));
   const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(q[2], load256(a.qs + 128 + 32 * h)),
                                        _mm256_maddubs_epi16(q[3], load256(a.qs + 192 + 32 * h)));
   return _mm256_add_epi32(_mm256_madd_epi16(p01, ones), _mm256_madd_epi16(p23, ones));
+#endif
 }
 
 // acc + (d_w x d_a) x (lanes x the int32 lane scales): the scalar models' scale step.

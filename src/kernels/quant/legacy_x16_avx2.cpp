@@ -73,7 +73,7 @@ inline void grid_values(const uint8_t* qs, int h, __m256i (&q)[8]) {
 inline __m256i dot_by_fours(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
 #ifdef __AVXVNNI__
   return vnni_dot(w, a, h, _mm256_setzero_si256());
-#endif
+#else
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i lanes = _mm256_setzero_si256();
 #pragma GCC unroll 2
@@ -85,6 +85,7 @@ inline __m256i dot_by_fours(const HalfWeights& w, const BlockQ8_0x16A& a, int h)
     lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(s16, ones));
   }
   return lanes;
+#endif
 }
 
 struct Q4_1x16 {
@@ -98,12 +99,13 @@ struct Q4_1x16 {
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
 #ifdef __AVXVNNI__
     return vnni_dot(w, a, h, _mm256_setzero_si256());
-#endif
+#else
     __m256i s16 = _mm256_maddubs_epi16(w.q[0], load256(a.qs + 32 * h));
 #pragma GCC unroll 7
     for (int k = 1; k < 8; ++k)
       s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w.q[k], load256(a.qs + 64 * k + 32 * h)));
     return _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+#endif
   }
 };
 
@@ -118,9 +120,10 @@ struct Q5_0x16 {
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
 #ifdef __AVXVNNI__
     return vnni_dot(w, a, h, offset_start(a, h, 4));
-#endif
+#else
     return _mm256_sub_epi32(dot_by_fours(w, a, h),
                             _mm256_slli_epi32(load256(a.sum + kHalfBlocks * h), 4));
+#endif
   }
 };
 
@@ -148,7 +151,7 @@ struct Iq4NLx16 {
   static __m256i dot(const HalfWeights& w, const BlockQ8_0x16A& a, int h) {
 #ifdef __AVXVNNI__
     return vnni_dot(w, a, h, offset_start(a, h, 7));
-#endif
+#else
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i lanes = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -158,6 +161,7 @@ struct Iq4NLx16 {
           lanes, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w.q[k]), signed_a), ones));
     }
     return lanes;
+#endif
   }
 };
 
