@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,19 +117,30 @@ std::vector<uint8_t> activations(DType t, const std::vector<float>& x, int64_t n
 struct Kernels {
   KernelIsa isa;
   bool avx_vnni = false;
+  std::optional<AmxTiles> amx;  // the avx512_vnni table with AMX GEMMs
   Kernels(KernelIsa i, bool vnni = false) : isa(i), avx_vnni(vnni) {}  // NOLINT: implicit
+  explicit Kernels(AmxTiles tiles) : isa(KernelIsa::avx512_vnni), amx(tiles) {}
   const TypeTraits& traits(DType t) const {
+    if (amx) return type_traits_amx(t, *amx);
     return avx_vnni ? type_traits_avx_vnni(t) : type_traits_for(isa, t);
   }
-  std::string name() const { return std::string(kernel_isa_name(isa)) + (avx_vnni ? "+vnni" : ""); }
+  std::string name() const {
+    if (amx) return *amx == AmxTiles::hardware ? "amx" : "amx-emulated";
+    return std::string(kernel_isa_name(isa)) + (avx_vnni ? "+vnni" : "");
+  }
 };
 
-// The tables this CPU runs at the avx2 level and above: avx2, avx2 with AVX-VNNI, avx512.
+// The tables this CPU runs at the avx2 level and above: avx2, avx2 with AVX-VNNI, avx512,
+// avx512 with AMX's scalar model, avx512 with AMX.
 std::vector<Kernels> kernel_tables() {
   std::vector<Kernels> out;
   if (cpu_kernel_isa() >= KernelIsa::avx2) out.emplace_back(KernelIsa::avx2);
   if (cpu_has_avx_vnni()) out.emplace_back(KernelIsa::avx2, true);
-  if (cpu_kernel_isa() >= KernelIsa::avx512_vnni) out.emplace_back(KernelIsa::avx512_vnni);
+  if (cpu_kernel_isa() >= KernelIsa::avx512_vnni) {
+    out.emplace_back(KernelIsa::avx512_vnni);
+    out.emplace_back(AmxTiles::emulated);
+  }
+  if (cpu_has_amx_int8()) out.emplace_back(AmxTiles::hardware);
   return out;
 }
 
@@ -620,6 +632,42 @@ TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
   }
   expect_level_matches_scalar_models(KernelIsa::avx512_vnni);
   expect_extremes_match_scalar_models(KernelIsa::avx512_vnni);
+}
+
+// The AMX GEMMs (amx_group_gemm.h) of the group layouts: their scalar model of the tile
+// instructions on every AVX-512 VNNI CPU (every token count goes through the tiles), and the
+// tiles themselves where the CPU and OS allow AMX. The level tests above give them 1-9
+// tokens and 1-5 rows; here whole and partial 16-row slabs and 16-token tiles, one to
+// three groups per row, and row 3 of 5 with the largest and an infinite scale.
+void expect_amx_matches_scalar_models(const Kernels& k) {
+  Rng rng(6);
+  for (const Pair& p : kPairs) {
+    if (p.x16_act != DType::Q8_0_X16A) continue;  // the group layouts
+    for (const int64_t cols : {512, 1536}) {
+      for (const int64_t rows : {5, 16, 37}) {
+        for (const int64_t n_tokens : {16, 21, 33})
+          expect_gemm_matches_scalar_model(k, p, rows, cols, n_tokens, rng);
+      }
+    }
+  }
+}
+
+TEST(Interleaved, AmxGemmsModelMatchesScalarModelsBitForBit) {
+  if (cpu_kernel_isa() < KernelIsa::avx512_vnni) {
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or STRATA_NO_AVX512): the AMX GEMMs' model "
+                    "uses AVX-512 around the tiles";
+  }
+  expect_amx_matches_scalar_models(Kernels(AmxTiles::emulated));
+  expect_level_matches_scalar_models(Kernels(AmxTiles::emulated));
+}
+
+TEST(Interleaved, AmxGemmsMatchScalarModelsBitForBit) {
+  if (!cpu_has_amx_int8()) {
+    GTEST_SKIP() << "no AMX-INT8 on this CPU (or STRATA_NO_AMX, or the OS refused the tile "
+                    "state): the tile instructions' scalar model is tested instead";
+  }
+  expect_amx_matches_scalar_models(Kernels(AmxTiles::hardware));
+  expect_level_matches_scalar_models(Kernels(AmxTiles::hardware));
 }
 
 // The 512-element group layouts at their integer extremes: row 0's quant bytes all 0, row

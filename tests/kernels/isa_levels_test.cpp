@@ -117,7 +117,8 @@ TEST(KernelIsa, LevelsAreOrderedAndNamed) {
 // the environment (tests/support/test_main.cpp), which cannot change afterwards.
 TEST(KernelIsa, OverridesCapTheLevel) {
   const CpuKernelLevels cpu = detect_cpu_kernels({});
-  IsaOverrides no_avx2, no_avx512, no_bf16, no_vnni;
+  IsaOverrides no_avx2, no_avx512, no_bf16, no_vnni, no_amx;
+  no_amx.no_amx = true;
   no_avx2.no_avx2 = true;
   no_avx512.no_avx512 = true;
   no_bf16.no_avx512_bf16 = true;
@@ -134,18 +135,30 @@ TEST(KernelIsa, OverridesCapTheLevel) {
   EXPECT_EQ(detect_cpu_kernels(no_bf16).isa, cpu.isa);
   EXPECT_FALSE(detect_cpu_kernels(no_bf16).avx512_bf16);
   EXPECT_TRUE(!cpu.avx512_bf16 || cpu.isa == KernelIsa::avx512_vnni);
+  EXPECT_EQ(detect_cpu_kernels(no_amx).isa, cpu.isa);
+  EXPECT_FALSE(detect_cpu_kernels(no_amx).amx_int8);
+  EXPECT_FALSE(detect_cpu_kernels(no_avx512).amx_int8);
+  EXPECT_TRUE(!cpu.amx_int8 || cpu.isa == KernelIsa::avx512_vnni);
 
   const IsaOverrides env = tools::isa_overrides_from_env();
   const CpuKernelLevels expected = detect_cpu_kernels(env);
   EXPECT_EQ(cpu_kernel_isa(), expected.isa);
   EXPECT_EQ(cpu_has_avx512_bf16(), expected.avx512_bf16);
   EXPECT_EQ(cpu_has_avx_vnni(), expected.avx_vnni);
+  EXPECT_EQ(cpu_has_amx_int8(), expected.amx_int8);
   if (!expected.avx_vnni) {
     EXPECT_THROW(type_traits_avx_vnni(DType::Q4_0_X16), Error);
   }
+  if (!expected.amx_int8) {
+    EXPECT_THROW(type_traits_amx(DType::Q4_0_X16, AmxTiles::hardware), Error);
+  }
+  if (expected.isa < KernelIsa::avx512_vnni) {
+    EXPECT_THROW(type_traits_amx(DType::Q4_0_X16, AmxTiles::emulated), Error);
+  }
   EXPECT_EQ(cpu_kernels_name(),
             std::string(kernel_isa_name(expected.isa)) +
-                (expected.isa == KernelIsa::avx2 && expected.avx_vnni ? "+avx-vnni" : ""));
+                (expected.isa == KernelIsa::avx2 && expected.avx_vnni ? "+avx-vnni" : "") +
+                (expected.amx_int8 ? "+amx" : ""));
   EXPECT_NO_THROW(init_cpu_kernels(env));
   IsaOverrides other = env;
   other.no_avx2 = !other.no_avx2;

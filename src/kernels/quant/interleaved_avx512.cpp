@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "kernels/quant/amx_group_gemm.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
 #include "kernels/quant/token_tiles.h"
@@ -357,5 +358,8 @@ void q8_0_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
   gemm_by_row_blocks<Rows<Q8x16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
+
+STRATA_DEFINE_AMX_GEMMS(q4_0_x16, Q4x16)
+STRATA_DEFINE_AMX_GEMMS(q8_0_x16, Q8x16)
 
 }  // namespace strata::kernels::avx512

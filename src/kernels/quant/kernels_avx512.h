@@ -66,6 +66,29 @@ float iq4_xs_x16p_vec_dot(int64_t n, const void* w, const void* a);
 void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                       int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
+// The group layouts' GEMMs with AMX tiles (amx_group_gemm.h), bit-identical to the gemms
+// above: name##_gemm_amx (the VNNI gemm below 16 tokens; call it only where
+// cpu_has_amx_int8()) and name##_gemm_amx_emulated (the tile instructions' scalar model at
+// every token count, for tests on any AVX-512 VNNI CPU). Defined beside each layout's gemm.
+#define STRATA_AMX_GROUP_GEMMS(X) \
+  X(q4_0_x16)                     \
+  X(q8_0_x16)                     \
+  X(q4_1_x16)                     \
+  X(q5_0_x16)                     \
+  X(q5_1_x16)                     \
+  X(iq4_nl_x16)                   \
+  X(q4_k_x16p)                    \
+  X(q5_k_x16p)                    \
+  X(iq4_xs_x16p)
+#define STRATA_DECLARE_AMX_GEMMS(name)                                                        \
+  void name##_gemm_amx(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, \
+                       int64_t a_stride, int64_t nt, float* y, int64_t ldy);                  \
+  void name##_gemm_amx_emulated(int64_t n, const void* w, int64_t w_stride, int64_t nr,       \
+                                const void* a, int64_t a_stride, int64_t nt, float* y,        \
+                                int64_t ldy);
+STRATA_AMX_GROUP_GEMMS(STRATA_DECLARE_AMX_GEMMS)
+#undef STRATA_DECLARE_AMX_GEMMS
+
 // Q2_K_X16 weights against Q8_K_X16A activations (kquant_q2_x16_avx512.cpp); bit-identical to
 // ref::q2_k_x16_vec_dot.
 float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a);

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "kernels/quant/amx_group_gemm.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
 #include "kernels/quant/kquant_scales.h"
@@ -231,5 +232,13 @@ void iq4_nl_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, con
                      int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
   gemm_by_row_blocks<GroupRows<Iq4NLx16>>(n / kQKX16, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
+
+STRATA_DEFINE_AMX_GEMMS(q4_1_x16, Q4_1x16)
+STRATA_DEFINE_AMX_GEMMS(q5_0_x16, Q5_0x16)
+STRATA_DEFINE_AMX_GEMMS(q5_1_x16, Q5_1x16)
+STRATA_DEFINE_AMX_GEMMS(iq4_nl_x16, Iq4NLx16)
+STRATA_DEFINE_AMX_GEMMS(q4_k_x16p, Q4_Kx16P)
+STRATA_DEFINE_AMX_GEMMS(q5_k_x16p, Q5_Kx16P)
+STRATA_DEFINE_AMX_GEMMS(iq4_xs_x16p, Iq4XSx16P)
 
 }  // namespace strata::kernels::avx512

@@ -1,6 +1,12 @@
 // The per-type kernel tables and the run-time choice between scalar and AVX2 kernels.
 #include "kernels/quant/traits.h"
 
+#include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -158,7 +164,10 @@ Table build_reference() {
 // Starts from the reference table and swaps in the kernels of each level up to `isa` where
 // they exist. The quantizers for weight types stay scalar: they run once, when a model is
 // converted.
-Table build_fast(KernelIsa isa, bool avx_vnni) {
+// Which AMX GEMMs a table takes, if any.
+enum class AmxGemms { none, hardware, emulated };
+
+Table build_fast(KernelIsa isa, bool avx_vnni, AmxGemms amx = AmxGemms::none) {
   Table t = build_reference();
   if (isa < KernelIsa::avx2) return t;
   auto& f16 = t[index_of(DType::F16)];
@@ -279,6 +288,20 @@ Table build_fast(KernelIsa isa, bool avx_vnni) {
   set_kernels(DType::Q3_K, avx512::q3_k_vec_dot, avx512::q3_k_gemm);
   set_kernels(DType::Q5_K, avx512::q5_k_vec_dot, avx512::q5_k_gemm);
   set_kernels(DType::IQ4_XS, avx512::iq4_xs_vec_dot, avx512::iq4_xs_gemm);
+  if (amx == AmxGemms::none) return t;
+  const bool hw = amx == AmxGemms::hardware;
+  auto set_amx = [&](DType type, GemmFn hardware, GemmFn emulated) {
+    t[index_of(type)].gemm = hw ? hardware : emulated;
+  };
+  set_amx(DType::Q4_0_X16, avx512::q4_0_x16_gemm_amx, avx512::q4_0_x16_gemm_amx_emulated);
+  set_amx(DType::Q8_0_X16, avx512::q8_0_x16_gemm_amx, avx512::q8_0_x16_gemm_amx_emulated);
+  set_amx(DType::Q4_1_X16, avx512::q4_1_x16_gemm_amx, avx512::q4_1_x16_gemm_amx_emulated);
+  set_amx(DType::Q5_0_X16, avx512::q5_0_x16_gemm_amx, avx512::q5_0_x16_gemm_amx_emulated);
+  set_amx(DType::Q5_1_X16, avx512::q5_1_x16_gemm_amx, avx512::q5_1_x16_gemm_amx_emulated);
+  set_amx(DType::IQ4_NL_X16, avx512::iq4_nl_x16_gemm_amx, avx512::iq4_nl_x16_gemm_amx_emulated);
+  set_amx(DType::Q4_K_X16P, avx512::q4_k_x16p_gemm_amx, avx512::q4_k_x16p_gemm_amx_emulated);
+  set_amx(DType::Q5_K_X16P, avx512::q5_k_x16p_gemm_amx, avx512::q5_k_x16p_gemm_amx_emulated);
+  set_amx(DType::IQ4_XS_X16P, avx512::iq4_xs_x16p_gemm_amx, avx512::iq4_xs_x16p_gemm_amx_emulated);
   return t;
 }
 
@@ -290,6 +313,31 @@ const TypeTraits& lookup(const Table& table, DType t) {
                 (info ? std::string(info->name) : "id " + std::to_string(i)));
   }
   return table[i];
+}
+
+}  // namespace
+
+namespace {
+
+// The CPU has AMX-TILE and AMX-INT8, the OS enables their state (XCR0 bits 17 and 18), and
+// Linux grants it to this process (needed once per process since Linux 5.16; the tile data
+// is 8 KiB of extra state per thread).
+bool cpu_grants_amx_int8() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  const bool amx_tile = (edx >> 24) & 1, amx_int8 = (edx >> 25) & 1;
+  if (!amx_tile || !amx_int8) return false;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || ((ecx >> 27) & 1) == 0)
+    return false;  // OSXSAVE
+  uint32_t xcr0_lo = 0, xcr0_hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if (((xcr0_lo >> 17) & 3) != 3) return false;
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 
 }  // namespace
@@ -323,6 +371,7 @@ CpuKernelLevels detect_cpu_kernels(const IsaOverrides& overrides) {
   }
   l.isa = KernelIsa::avx512_vnni;
   l.avx512_bf16 = !overrides.no_avx512_bf16 && __builtin_cpu_supports("avx512bf16");
+  l.amx_int8 = !overrides.no_amx && cpu_grants_amx_int8();
   return l;
 }
 
@@ -378,10 +427,15 @@ bool cpu_has_avx_vnni() {
   return process_levels().avx_vnni;
 }
 
+bool cpu_has_amx_int8() {
+  return process_levels().amx_int8;
+}
+
 std::string cpu_kernels_name() {
   const KernelIsa isa = cpu_kernel_isa();
   std::string name = kernel_isa_name(isa);
   if (isa == KernelIsa::avx2 && cpu_has_avx_vnni()) name += "+avx-vnni";
+  if (cpu_has_amx_int8()) name += "+amx";
   return name;
 }
 
@@ -390,6 +444,22 @@ const TypeTraits& type_traits_avx_vnni(DType t) {
     throw Error("kernels: this CPU (or the ISA overrides) does not allow AVX-VNNI kernels");
   }
   static const Table table = build_fast(KernelIsa::avx2, true);
+  return lookup(table, t);
+}
+
+const TypeTraits& type_traits_amx(DType t, AmxTiles tiles) {
+  if (tiles == AmxTiles::hardware) {
+    if (!cpu_has_amx_int8())
+      throw Error("kernels: this CPU (or the ISA overrides, or the OS) does not allow AMX kernels");
+    static const Table table = build_fast(KernelIsa::avx512_vnni, false, AmxGemms::hardware);
+    return lookup(table, t);
+  }
+  if (cpu_kernel_isa() < KernelIsa::avx512_vnni) {
+    throw Error(
+        "kernels: the emulated AMX GEMMs need the avx512-vnni level, which this CPU (or the ISA "
+        "overrides) does not allow");
+  }
+  static const Table table = build_fast(KernelIsa::avx512_vnni, false, AmxGemms::emulated);
   return lookup(table, t);
 }
 
@@ -407,7 +477,8 @@ const TypeTraits& type_traits_for(KernelIsa isa, DType t) {
 }
 
 const TypeTraits& type_traits(DType t) {
-  static const Table table = build_fast(cpu_kernel_isa(), cpu_has_avx_vnni());
+  static const Table table = build_fast(cpu_kernel_isa(), cpu_has_avx_vnni(),
+                                        cpu_has_amx_int8() ? AmxGemms::hardware : AmxGemms::none);
   return lookup(table, t);
 }
 

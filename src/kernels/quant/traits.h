@@ -57,12 +57,14 @@ const char* kernel_isa_name(KernelIsa isa);
 
 // Lower levels forced on a capable machine, to test or compare them. The kernels do not
 // read the environment: the mains do (tools/isa_env.h: STRATA_NO_AVX512, STRATA_NO_AVX2,
-// STRATA_NO_AVX512_BF16, STRATA_NO_AVX_VNNI) and pass the result to init_cpu_kernels.
+// STRATA_NO_AVX512_BF16, STRATA_NO_AVX_VNNI, STRATA_NO_AMX) and pass the result to
+// init_cpu_kernels.
 struct IsaOverrides {
   bool no_avx512 = false;       // cap the level at avx2
   bool no_avx2 = false;         // cap the level at scalar
   bool no_avx512_bf16 = false;  // no AVX512_BF16 dot products
   bool no_avx_vnni = false;     // the avx2 level without its AVX-VNNI kernels
+  bool no_amx = false;          // the avx512_vnni level without its AMX GEMMs
   bool operator==(const IsaOverrides&) const = default;
 };
 
@@ -71,9 +73,14 @@ struct CpuKernelLevels {
   KernelIsa isa = KernelIsa::scalar;
   bool avx512_bf16 = false;  // isa is avx512_vnni and the CPU has AVX512_BF16
   bool avx_vnni = false;     // isa is at least avx2 and the CPU has AVX-VNNI (VEX vpdpbusd)
+  bool amx_int8 = false;     // isa is avx512_vnni, the CPU has AMX-TILE and AMX-INT8, and
+                             // the OS granted this process the tile state
 };
 
-// The best levels this CPU (and OS) supports, capped by `overrides`. Reads only the CPU.
+// The best levels this CPU (and OS) supports, capped by `overrides`. Reads the CPU, and
+// where it has AMX asks Linux for the tile state (arch_prctl ARCH_REQ_XCOMP_PERM, granted
+// to the whole process; without it the first tile instruction faults): refused, the level
+// has no AMX.
 CpuKernelLevels detect_cpu_kernels(const IsaOverrides& overrides);
 
 // Fixes the levels of this process at detect_cpu_kernels(overrides). Call it once at the
@@ -96,7 +103,13 @@ bool cpu_has_avx512_bf16();
 // matmuls (Q4_0/Q8_0/Q4_1/Q5_0/Q5_1/IQ4_NL_X16, the K pairs) use vpdpbusd on 256-bit vectors.
 bool cpu_has_avx_vnni();
 
-// "avx2+fma", with "+avx-vnni" where the avx2 level uses AVX-VNNI, or kernel_isa_name.
+// cpu_kernel_isa() is avx512_vnni and amx_int8 (CpuKernelLevels): the group layouts'
+// GEMMs of 16 tokens or more (Q4_0/Q8_0/Q4_1/Q5_0/Q5_1/IQ4_NL_X16, the K pairs) run on AMX
+// tiles (TDPBSSD), bit-identical to the VNNI kernels.
+bool cpu_has_amx_int8();
+
+// "avx2+fma", with "+avx-vnni" where the avx2 level uses AVX-VNNI, "avx512-vnni+amx" with
+// AMX, or kernel_isa_name.
 std::string cpu_kernels_name();
 
 // The table of one level, for comparing levels in tests and benchmarks; throws
@@ -106,6 +119,13 @@ const TypeTraits& type_traits_for(KernelIsa isa, DType t);
 // The avx2 level's table with its AVX-VNNI kernels; throws strata::Error without
 // cpu_has_avx_vnni().
 const TypeTraits& type_traits_avx_vnni(DType t);
+
+// The avx512_vnni table with its AMX GEMMs: the tile instructions themselves (throws
+// strata::Error without cpu_has_amx_int8()), or `emulated`: each tile instruction done by a
+// scalar model of it and every token count through the tiles, so the AMX GEMMs are tested
+// on any AVX-512 VNNI CPU (throws below that level).
+enum class AmxTiles { hardware, emulated };
+const TypeTraits& type_traits_amx(DType t, AmxTiles tiles);
 
 // Bytes of a row of `n` elements of type t; throws Error when n is negative or not a
 // multiple of the block size (the message names `what`).

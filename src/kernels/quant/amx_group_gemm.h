@@ -1,0 +1,323 @@
+// The AMX GEMM of the 512-element group layouts (x16_group_avx512.h's W policies: Q4_0_X16,
+// Q8_0_X16, Q4_1/Q5_0/Q5_1/IQ4_NL_X16 and the K pairs) against Q8_0_X16A activations, with
+// every output bit-identical to the AVX-512 VNNI kernels (and so to the scalar models).
+//
+// TDPBSSD multiplies 16 tokens x 32 bytes (A) by 32 bytes x 16 weight rows (B) into 16 x 16
+// int32 (C), one 32-element block at a time: each block has its own scales, so its integer
+// sums must stay apart. Per call (a matmul panel of weight rows):
+//   1. the panel's weights are unpacked once for every token: W::quants' 8 vectors per row
+//      and group (int32 lane b: 4 quants of block b) minus the layout's offset (signed
+//      bytes), transposed in 16 x 16 dwords into B tiles of 16 rows per block, and the
+//      rows' lane factors (d, and m for layouts with offsets) transposed alike;
+//   2. per 16 tokens, the activations are transposed the same way into A rows (one block's
+//      32 quants contiguous) with their scales d and d x sum per block;
+//   3. per 16-row slab: one TDPBSSD per block, its C tile stored so that each token's rows
+//      of every block lie in one run; then per token one convert, one multiply and one fma
+//      (and the offset's fma) per block into the accumulator of the VNNI kernels' lane
+//      b = block % 16, 16 vectors over the 16 rows held in registers, and at the end the
+//      16 lanes summed in hsum16's tree.
+// The integer sums are exact and each float step is the VNNI kernels' (same operands, same
+// order), so the result cannot depend on which path ran. Tiles (amx_tiles.h) is the
+// hardware or the scalar model of the tile instructions.
+// Step 3's float work bounds the speed: per block and token ~4 instructions (cvt, broadcast,
+// mul, fma) where the VNNI kernels spend ~11 (8 vpdpbusd and their 3 float steps). With the
+// tile instructions left out (timing only, Zen 5, one thread), everything else ran at
+// 1.7-2.6x the VNNI kernels' GEMM rate at the 1B model's shapes.
+// Included by kernel files compiled for AVX-512, so it has internal linkage.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "kernels/quant/amx_tiles.h"
+#include "kernels/quant/x16_group_avx512.h"
+
+namespace strata::kernels::avx512 {
+namespace {
+
+// Below this many tokens a GEMM stays on the VNNI kernels: the panel's unpacking costs
+// about what one 16-token tile of VNNI work does.
+constexpr int64_t kAmxMinTokens = 16;
+
+// out[b] lane r = in[r] lane b.
+inline void transpose16_epi32(const __m512i (&in)[16], __m512i (&out)[16]) {
+  __m512i t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {  // per 128-bit lane: rows 2i, 2i + 1 interleaved
+    t[2 * i] = _mm512_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {  // u[4i + c] 128-bit lane L: rows 4i..4i+3 of column 4L + c
+    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {  // column 4L + c: lane L of u[c], u[4 + c], u[8 + c], u[12 + c]
+    const __m512i x0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
+    const __m512i x1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+    const __m512i y0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+    const __m512i y1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+    out[c] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+    out[8 + c] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
+    out[4 + c] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+    out[12 + c] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
+  }
+}
+
+inline void transpose16_ps(const __m512 (&in)[16], float* out) {
+  __m512i v[16], t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) v[i] = _mm512_castps_si512(in[i]);
+  transpose16_epi32(v, t);
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) _mm512_storeu_si512(out + 16 * i, t[i]);
+}
+
+// The panel and activation buffers of one call, carved from one allocation (a prefill
+// matmul's panel: a few hundred KiB; not on the decode path, which stays below
+// kAmxMinTokens).
+struct AmxBuffers {
+  std::unique_ptr<uint8_t[]> storage;
+  int8_t* wq;  // [slab][block][8 rows x 64 bytes]: the B tiles
+  float* wd;   // [slab][block][16 rows]: lane scales
+  float* wm;   // [slab][block][16 rows]: lane offsets (layouts with offsets)
+  int8_t* aq;  // [16 tokens][blocks x 32]: the A rows
+  float* ad;   // [block][16 tokens]: activation scales
+  float* as;   // [block][16 tokens]: scale x quant sum
+  int32_t* c;  // [16 tokens][block][16 rows]: one slab's C tiles, row m of each C tile
+               // in token m's run
+  AmxBuffers(int64_t slabs, int64_t nb) {
+    const int64_t sizes[] = {slabs * nb * 512, slabs * nb * 64, slabs * nb * 64, 16 * nb * 32,
+                             nb * 64,          nb * 64,         nb * 1024};
+    constexpr int kParts = sizeof sizes / sizeof sizes[0];
+    int64_t total = 64;
+    for (const int64_t s : sizes) total += (s + 63) / 64 * 64;
+    storage.reset(new uint8_t[static_cast<size_t>(total)]);  // not zeroed: every byte is written
+    uint8_t* p = storage.get() + (64 - reinterpret_cast<uintptr_t>(storage.get()) % 64) % 64;
+    void* parts[kParts];
+    for (int i = 0; i < kParts; ++i) {
+      parts[i] = p;
+      p += (sizes[i] + 63) / 64 * 64;
+    }
+    wq = static_cast<int8_t*>(parts[0]);
+    wd = static_cast<float*>(parts[1]);
+    wm = static_cast<float*>(parts[2]);
+    aq = static_cast<int8_t*>(parts[3]);
+    ad = static_cast<float*>(parts[4]);
+    as = static_cast<float*>(parts[5]);
+    c = static_cast<int32_t*>(parts[6]);
+  }
+};
+
+// Step 1 for rows [16 s, 16 s + 16) (rows from nr on: zeros).
+template <class W>
+void amx_unpack_slab(int64_t ng, const uint8_t* w, int64_t w_stride, int64_t nr, int64_t s,
+                     const AmxBuffers& buf) {
+  using Group = typename W::Group;
+  const int64_t nb = ng * kX16Blocks;
+  for (int64_t g = 0; g < ng; ++g) {
+    __m512i q[8][16];
+    __m512 d[16], m[16];
+    for (int r = 0; r < 16; ++r) {
+      const int64_t row = 16 * s + r;
+      d[r] = m[r] = _mm512_setzero_ps();
+      if (row >= nr) {
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) q[k][r] = _mm512_setzero_si512();
+        continue;
+      }
+      const Group& group = reinterpret_cast<const Group*>(w + row * w_stride)[g];
+      __m512i v[8];
+      W::quants(group, v);
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        q[k][r] =
+            W::kOffsetShift < 0
+                ? v[k]
+                : _mm512_sub_epi8(
+                      v[k], _mm512_set1_epi8(static_cast<char>(1 << std::max(W::kOffsetShift, 0))));
+      }
+      group_factors<W>(group, d[r], m[r]);
+    }
+    int8_t* wq = buf.wq + (s * nb + g * kX16Blocks) * 512;
+    for (int k = 0; k < 8; ++k) {
+      __m512i t[16];
+      transpose16_epi32(q[k], t);
+#pragma GCC unroll 16
+      for (int b = 0; b < 16; ++b) _mm512_storeu_si512(wq + b * 512 + k * 64, t[b]);
+    }
+    transpose16_ps(d, buf.wd + (s * nb + g * kX16Blocks) * 16);
+    if constexpr (W::kHasMin) transpose16_ps(m, buf.wm + (s * nb + g * kX16Blocks) * 16);
+  }
+}
+
+// Step 2 for tokens [t0, t0 + 16) (tokens from nt on: zeros).
+template <class W>
+void amx_load_tokens(int64_t ng, const uint8_t* a, int64_t a_stride, int64_t nt, int64_t t0,
+                     const AmxBuffers& buf) {
+  const int64_t nb = ng * kX16Blocks, row_bytes = nb * 32;
+  for (int m = 0; m < 16; ++m) {
+    const int64_t t = t0 + m;
+    int8_t* aq = buf.aq + m * row_bytes;
+    if (t >= nt) {
+      std::memset(aq, 0, static_cast<size_t>(row_bytes));
+      for (int64_t j = 0; j < nb; ++j) buf.ad[j * 16 + m] = buf.as[j * 16 + m] = 0.0f;
+      continue;
+    }
+    const auto* groups = reinterpret_cast<const BlockQ8_0x16A*>(a + t * a_stride);
+    for (int64_t g = 0; g < ng; ++g) {
+      const BlockQ8_0x16A& ag = groups[g];
+      __m512i v[16], rows[16];
+#pragma GCC unroll 16
+      for (int k = 0; k < 16; ++k)
+        v[k] = k < 8 ? _mm512_loadu_si512(ag.qs + 64 * k) : _mm512_setzero_si512();
+      transpose16_epi32(v, rows);  // rows[b]: block b's 8 dwords, then zeros
+#pragma GCC unroll 16
+      for (int b = 0; b < 16; ++b) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(aq + (g * kX16Blocks + b) * 32),
+                            _mm512_castsi512_si256(rows[b]));
+        const int64_t j = g * kX16Blocks + b;
+        buf.ad[j * 16 + m] = ag.d[b];
+        if constexpr (W::kHasMin) buf.as[j * 16 + m] = ag.d[b] * static_cast<float>(ag.sum[b]);
+      }
+    }
+  }
+}
+
+// Step 3's integer part for slab s: every block's C tile (16 tokens x 16 rows), two in
+// flight, token m's rows of all blocks in one run (the tile stores' stride).
+template <class Tiles>
+inline void amx_slab_tiles(Tiles& tiles, const AmxBuffers& buf, int64_t s, int64_t nb) {
+  const int8_t* wq = buf.wq + s * nb * 512;
+  for (int64_t j = 0; j < nb; j += 2) {
+    tiles.template load_a<0>(buf.aq + j * 32, nb * 32);
+    tiles.template load_b<0>(wq + j * 512);
+    tiles.template multiply<0>();
+    tiles.template load_a<1>(buf.aq + (j + 1) * 32, nb * 32);
+    tiles.template load_b<1>(wq + (j + 1) * 512);
+    tiles.template multiply<1>();
+    tiles.template store_c<0>(buf.c + j * 16, nb * 64);
+    tiles.template store_c<1>(buf.c + (j + 1) * 16, nb * 64);
+  }
+}
+
+// Step 3's float part for slab s: per token, the VNNI kernels' 16 lane accumulators (lane
+// b: blocks b, b + 16, ...) as vectors over the 16 rows, in registers, each block's C row
+// folded in with their steps (fold_group, gemm_block); then the lanes summed in hsum16's
+// tree and the rows that exist stored.
+template <class W>
+void amx_slab_sums(const AmxBuffers& buf, int64_t s, int64_t nb, int64_t nr, int64_t t0, int64_t nt,
+                   float* y, int64_t ldy) {
+  const int64_t rows = std::min<int64_t>(16, nr - 16 * s);
+  const __mmask16 keep = static_cast<__mmask16>((1u << rows) - 1);
+  const int64_t tokens = std::min<int64_t>(16, nt - t0);
+  const float* wd = buf.wd + s * nb * 16;
+  const float* wm = buf.wm + s * nb * 16;
+  for (int64_t m = 0; m < tokens; ++m) {
+    const int32_t* c = buf.c + m * nb * 16;
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int b = 0; b < 16; ++b) acc[b] = _mm512_setzero_ps();
+    for (int64_t j0 = 0; j0 < nb; j0 += 16) {
+#pragma GCC unroll 16
+      for (int b = 0; b < 16; ++b) {
+        const int64_t j = j0 + b;
+        acc[b] = _mm512_fmadd_ps(
+            _mm512_mul_ps(_mm512_load_ps(wd + j * 16), _mm512_set1_ps(buf.ad[j * 16 + m])),
+            _mm512_cvtepi32_ps(_mm512_load_si512(c + j * 16)), acc[b]);
+        if constexpr (W::kHasMin) {
+          acc[b] = _mm512_fmadd_ps(_mm512_load_ps(wm + j * 16), _mm512_set1_ps(buf.as[j * 16 + m]),
+                                   acc[b]);
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) acc[i] = _mm512_add_ps(acc[i], acc[i + 8]);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) acc[i] = _mm512_add_ps(acc[i], acc[i + 4]);
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; ++i) acc[i] = _mm512_add_ps(acc[i], acc[i + 2]);
+    _mm512_mask_storeu_ps(y + (t0 + m) * ldy + 16 * s, keep, _mm512_add_ps(acc[0], acc[1]));
+  }
+}
+
+// y[t * ldy + r] for nr rows (w_stride bytes apart) of ng groups and nt tokens (a_stride
+// bytes apart), through Tiles for every token count.
+// Rows beyond kAmxMaxRows go in further calls, which bounds the buffers (a matmul's panels
+// are far smaller: kRowBlockBytes of weights).
+constexpr int64_t kAmxMaxRows = 1024;
+
+template <class W, class Tiles>
+void amx_group_gemm(int64_t ng, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a,
+                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  if (nr <= 0 || nt <= 0) return;
+  if (nr > kAmxMaxRows) {
+    for (int64_t r0 = 0; r0 < nr; r0 += kAmxMaxRows) {
+      amx_group_gemm<W, Tiles>(ng, w + r0 * w_stride, w_stride, std::min(kAmxMaxRows, nr - r0), a,
+                               a_stride, nt, y + r0, ldy);
+    }
+    return;
+  }
+  if (ng <= 0) {
+    for (int64_t t = 0; t < nt; ++t) std::fill(y + t * ldy, y + t * ldy + nr, 0.0f);
+    return;
+  }
+  const int64_t nb = ng * kX16Blocks, slabs = (nr + 15) / 16;
+  AmxBuffers buf(slabs, nb);
+  for (int64_t s = 0; s < slabs; ++s) amx_unpack_slab<W>(ng, w, w_stride, nr, s, buf);
+  Tiles tiles;
+  tiles.start();
+  for (int64_t t0 = 0; t0 < nt; t0 += 16) {
+    amx_load_tokens<W>(ng, a, a_stride, nt, t0, buf);
+    for (int64_t s = 0; s < slabs; ++s) {
+      amx_slab_tiles(tiles, buf, s, nb);
+      amx_slab_sums<W>(buf, s, nb, nr, t0, nt, y, ldy);
+    }
+  }
+  tiles.release();
+}
+
+// A layout's GEMM with AMX: the VNNI kernels (Vnni) below kAmxMinTokens tokens.
+template <class W, void (*Vnni)(int64_t, const void*, int64_t, int64_t, const void*, int64_t,
+                                int64_t, float*, int64_t)>
+void amx_gemm_or_vnni(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                      int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  if (nt < kAmxMinTokens) {
+    Vnni(n, w, w_stride, nr, a, a_stride, nt, y, ldy);
+    return;
+  }
+  amx_group_gemm<W, HardwareTiles>(n / kQKX16, static_cast<const uint8_t*>(w), w_stride, nr,
+                                   static_cast<const uint8_t*>(a), a_stride, nt, y, ldy);
+}
+
+// The same with the tile instructions' scalar model, at every token count (tests).
+template <class W>
+void amx_gemm_emulated(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                       int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
+  amx_group_gemm<W, EmulatedTiles>(n / kQKX16, static_cast<const uint8_t*>(w), w_stride, nr,
+                                   static_cast<const uint8_t*>(a), a_stride, nt, y, ldy);
+}
+
+}  // namespace
+
+// Defines kernels_avx512.h's name##_gemm_amx and name##_gemm_amx_emulated for layout W,
+// whose VNNI gemm is name##_gemm.
+#define STRATA_DEFINE_AMX_GEMMS(name, W)                                                      \
+  void name##_gemm_amx(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, \
+                       int64_t a_stride, int64_t nt, float* y, int64_t ldy) {                 \
+    amx_gemm_or_vnni<W, name##_gemm>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);            \
+  }                                                                                           \
+  void name##_gemm_amx_emulated(int64_t n, const void* w, int64_t w_stride, int64_t nr,       \
+                                const void* a, int64_t a_stride, int64_t nt, float* y,        \
+                                int64_t ldy) {                                                \
+    amx_gemm_emulated<W>(n, w, w_stride, nr, a, a_stride, nt, y, ldy);                        \
+  }
+
+}  // namespace strata::kernels::avx512
