@@ -347,6 +347,10 @@ void bench_roofline(int threads_flag, double gib, const std::string& model_path)
     std::printf("int8 dot peak:    %.1f GOP/s (%s; u8 x s8 multiply-adds, 2 ops each)\n",
                 r.int8_gops, r.int8_instruction);
   }
+  if (r.amx_int8_gops > 0) {
+    std::printf("int8 tile peak:   %.1f GOP/s (AMX TDPBSSD, the AMX GEMMs' 16 x 32 x 16 tiles)\n",
+                r.amx_int8_gops);
+  }
   if (!model_path.empty()) {
     auto model = Model::load(model_path, Model::WeightMemory::mmap);  // sizes only
     const double bytes = static_cast<double>(model->weight_bytes_per_token());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/huge_buffer.h"
+#include "kernels/quant/amx_tiles.h"
 #include "kernels/quant/traits.h"
 
 namespace strata::kernels {
@@ -136,7 +137,35 @@ RooflineResult measure_roofline(ThreadPool& pool, const RooflineOptions& opt) {
     r.int8_gops = peak_rate(pool, detail::int8_dot_loop_avx2, opt.repetitions);
     r.int8_instruction = "vpmaddubsw + vpmaddwd ymm (AVX2)";
   }
+  if (cpu_has_amx_int8())
+    r.amx_int8_gops = peak_rate(pool, detail::int8_dot_loop_amx, opt.repetitions);
   return r;
 }
+
+namespace detail {
+
+double int8_dot_loop_amx(long iterations) {
+  alignas(64) int8_t a[kAmxTileM * kAmxTileKBytes], b[kAmxTileKBytes / 4 * 4 * kAmxTileN];
+  alignas(64) int32_t c[kAmxTileM * kAmxTileN];
+  std::memset(a, 3, sizeof a);
+  std::memset(b, -2, sizeof b);
+  HardwareTiles tiles;
+  tiles.start();
+  tiles.load_a<0>(a, kAmxTileKBytes);
+  tiles.load_b<0>(b);
+  tiles.load_a<1>(a, kAmxTileKBytes);
+  tiles.load_b<1>(b);
+  for (long it = 0; it < iterations; ++it) {
+    tiles.multiply<0>();
+    tiles.multiply<1>();
+  }
+  tiles.store_c<0>(c, 4 * kAmxTileN);
+  tiles.release();
+  volatile int32_t sink = c[0];
+  (void)sink;
+  return static_cast<double>(iterations) * 2 * kAmxTileM * kAmxTileN * kAmxTileKBytes * 2;
+}
+
+}  // namespace detail
 
 }  // namespace strata::kernels

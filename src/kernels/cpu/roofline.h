@@ -22,6 +22,9 @@ struct RooflineResult {
   // counted as 2 operations per multiply-add; 0 without AVX2.
   double int8_gops = 0;
   const char* int8_instruction = "";
+  // Where cpu_has_amx_int8(): the AMX GEMM's tile pattern (two TDPBSSD of 16 x 32 by
+  // 32 x 16 signed bytes in flight, amx_tiles.h), same units; 0 elsewhere.
+  double amx_int8_gops = 0;
   int threads = 0;
   bool avx2 = false;
   bool avx512 = false;
@@ -52,6 +55,7 @@ double int8_dot_loop_avx2(long iterations);  // returns operations done
 double fma_loop_avx512(long iterations);     // roofline_avx512.cpp
 double int8_dot_loop_avx512(long iterations);
 double int8_dot_loop_avxvnni(long iterations);  // roofline_avxvnni.cpp
+double int8_dot_loop_amx(long iterations);      // only where cpu_has_amx_int8()
 }  // namespace detail
 
 }  // namespace strata::kernels
