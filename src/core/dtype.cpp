@@ -39,7 +39,7 @@ constexpr std::array<Entry, 22> kTable = {{
 }};
 
 // Layouts that exist only in memory (core/dtype.h).
-constexpr std::array<Entry, 18> kInternal = {{
+constexpr std::array<Entry, 19> kInternal = {{
     {DType::Q4_0_X16, {"q4_0_x16", 512, 16 * (2 + 16)}},
     {DType::Q8_0_X16A, {"q8_0_x16a", 512, 512 + 16 * 4 + 16 * 4}},
     {DType::Q8_0_X16, {"q8_0_x16", 512, 16 * (2 + 32)}},
@@ -58,6 +58,7 @@ constexpr std::array<Entry, 18> kInternal = {{
     {DType::Q5_K_X16P, {"q5_k_x16p", 512, 2 * (2 + 2 + 12) + 64 + 256}},
     {DType::IQ4_XS_X16P, {"iq4_xs_x16p", 512, 2 * (2 + 2 + 4) + 256}},
     {DType::Q3_K_X16S, {"q3_k_x16s", 256, 32 + 64 + 12 + 2}},
+    {DType::Q8_0_X16AT, {"q8_0_x16at", 512, 512 + 16 * 4 + 16 * 4 + 512}},
 }};
 
 }  // namespace

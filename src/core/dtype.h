@@ -54,6 +54,7 @@ enum class DType : uint32_t {
   Q5_K_X16P = 79,
   IQ4_XS_X16P = 80,
   Q3_K_X16S = 81,
+  Q8_0_X16AT = 82,
 };
 
 struct DTypeInfo {

@@ -113,6 +113,28 @@ std::vector<uint8_t> activations(DType t, const std::vector<float>& x, int64_t n
   return a;
 }
 
+// Q8_0_X16A activation rows (ab bytes apart) as Q8_0_X16AT rows: the same groups, then
+// their quants in block order (blocks.h), written here from the definition.
+std::vector<uint8_t> with_tile_rows(const uint8_t* a, int64_t ab, int64_t n_tokens, int64_t cols) {
+  const int64_t ng = cols / kQKX16, groups_bytes = ng * static_cast<int64_t>(sizeof(BlockQ8_0x16A));
+  const int64_t out_bytes = row_bytes(DType::Q8_0_X16AT, cols);
+  std::vector<uint8_t> out(static_cast<size_t>(out_bytes * n_tokens));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    uint8_t* row = out.data() + t * out_bytes;
+    std::memcpy(row, a + t * ab, static_cast<size_t>(groups_bytes));
+    const auto* groups = reinterpret_cast<const BlockQ8_0x16A*>(a + t * ab);
+    for (int64_t g = 0; g < ng; ++g) {
+      for (int b = 0; b < kX16Blocks; ++b) {
+        for (int e = 0; e < 32; ++e) {  // element e of block b: byte 64 (e / 4) + 4b + e % 4
+          row[groups_bytes + (g * kX16Blocks + b) * 32 + e] =
+              static_cast<uint8_t>(groups[g].qs[64 * (e / 4) + 4 * b + e % 4]);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 // A kernel table under test: a level's, or the avx2 level's with its AVX-VNNI kernels.
 struct Kernels {
   KernelIsa isa;
@@ -152,15 +174,24 @@ void expect_outputs_match_scalar_model(const Kernels& k, DType type, const uint8
                                        int64_t n_tokens, const std::string& where) {
   const TypeTraits& ref = reference_type_traits(type);
   const TypeTraits& fast = k.traits(type);
+  // The AMX tables take the Q8_0_X16A rows again as Q8_0_X16AT.
+  std::vector<uint8_t> tiled;
+  const uint8_t* fa = a;
+  int64_t fab = ab;
+  if (fast.vec_dot_type == DType::Q8_0_X16AT && ref.vec_dot_type == DType::Q8_0_X16A) {
+    tiled = with_tile_rows(a, ab, n_tokens, cols);
+    fa = tiled.data();
+    fab = row_bytes(DType::Q8_0_X16AT, cols);
+  }
   std::vector<float> y(static_cast<size_t>(rows * n_tokens));
-  fast.gemm(cols, w, wb, rows, a, ab, n_tokens, y.data(), rows);
+  fast.gemm(cols, w, wb, rows, fa, fab, n_tokens, y.data(), rows);
   for (int64_t t = 0; t < n_tokens; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
       const float want = ref.vec_dot(cols, w + r * wb, a + t * ab);
       EXPECT_TRUE(same_float(y[static_cast<size_t>(t * rows + r)], want))
           << k.name() << " " << dtype_name(type) << " " << where << " at (" << r << ", " << t
           << "): " << y[static_cast<size_t>(t * rows + r)] << " vs " << want;
-      EXPECT_TRUE(same_float(fast.vec_dot(cols, w + r * wb, a + t * ab), want))
+      EXPECT_TRUE(same_float(fast.vec_dot(cols, w + r * wb, fa + t * fab), want))
           << k.name() << " " << dtype_name(type) << " " << where << " vec_dot at (" << r << ", "
           << t << ")";
     }
@@ -455,6 +486,22 @@ TEST(Interleaved, ActivationLayoutIsTheSameAtEveryLevelAndHoldsQ8_0) {
   reference_type_traits(DType::Q8_0).to_float(q8.data(), a.data(), cols);
   reference_type_traits(DType::Q8_0_X16A).to_float(ref.data(), b.data(), cols);
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  // Q8_0_X16AT (the AMX GEMMs' activations): the same groups, then each block's quants in
+  // order, as the Q8_0 row holds them; the same bytes from every table.
+  const auto at_ref =
+      activations(DType::Q8_0_X16AT, x, 1, cols, reference_type_traits(DType::Q8_0_X16AT));
+  EXPECT_EQ(at_ref, activations(DType::Q8_0_X16AT, x, 1, cols, type_traits(DType::Q8_0_X16AT)));
+  if (cpu_kernel_isa() >= KernelIsa::avx512_vnni) {
+    EXPECT_EQ(at_ref, activations(DType::Q8_0_X16AT, x, 1, cols,
+                                  type_traits_for(KernelIsa::avx512_vnni, DType::Q8_0_X16AT)));
+  }
+  EXPECT_EQ(at_ref, with_tile_rows(ref.data(), static_cast<int64_t>(ref.size()), 1, cols));
+  ASSERT_EQ(at_ref.size(), ref.size() + static_cast<size_t>(cols));
+  const auto* q8_blocks = reinterpret_cast<const BlockQ8_0*>(q8.data());
+  for (int64_t j = 0; j < cols / 32; ++j) {
+    EXPECT_EQ(0, std::memcmp(at_ref.data() + ref.size() + 32 * j, q8_blocks[j].qs, 32))
+        << "block " << j;
+  }
 
   // Q8_K_X16A likewise holds the Q8_K row, with each sub-block's bias = -32 * its sum.
   const auto k_ref =

@@ -1,5 +1,5 @@
 // The AMX GEMM of the 512-element group layouts (x16_group_avx512.h's W policies: Q4_0_X16,
-// Q8_0_X16, Q4_1/Q5_0/Q5_1/IQ4_NL_X16 and the K pairs) against Q8_0_X16A activations, with
+// Q8_0_X16, Q4_1/Q5_0/Q5_1/IQ4_NL_X16 and the K pairs) against Q8_0_X16AT activations, with
 // every output bit-identical to the AVX-512 VNNI kernels (and so to the scalar models).
 //
 // TDPBSSD multiplies 16 tokens x 32 bytes (A) by 32 bytes x 16 weight rows (B) into 16 x 16
@@ -9,8 +9,9 @@
 //      and group (int32 lane b: 4 quants of block b) minus the layout's offset (signed
 //      bytes), transposed in 16 x 16 dwords into B tiles of 16 rows per block, and the
 //      rows' lane factors (d, and m for layouts with offsets) transposed alike;
-//   2. per 16 tokens, the activations are transposed the same way into A rows (one block's
-//      32 quants contiguous) with their scales d and d x sum per block;
+//   2. per 16 tokens, the A rows are the activations' own (Q8_0_X16AT, blocks.h: the
+//      Q8_0_X16A groups, then the quants in block order, converted once per matmul), and the
+//      scales d (and d x sum) per block are gathered per token;
 //   3. per 16-row slab: one TDPBSSD per block, its C tile stored so that each token's rows
 //      of every block lie in one run; then per token one convert, one multiply and one fma
 //      (and the offset's fma) per block into the accumulator of the VNNI kernels' lane
@@ -21,8 +22,9 @@
 // hardware or the scalar model of the tile instructions.
 // Step 3's float work bounds the speed: per block and token ~4 instructions (cvt, broadcast,
 // mul, fma) where the VNNI kernels spend ~11 (8 vpdpbusd and their 3 float steps). With the
-// tile instructions left out (timing only, Zen 5, one thread), everything else ran at
-// 1.7-2.6x the VNNI kernels' GEMM rate at the 1B model's shapes.
+// tile instructions left out (timing only, Zen 5, one thread, 512 tokens), everything else
+// ran at 2.3-2.8x the VNNI kernels' GEMM rate for Q8_0 and Q4_0 and 2.0-2.2x for the Q4_K
+// pair at the 1B model's shapes: the most an AMX core can gain here if its tiles keep up.
 // Included by kernel files compiled for AVX-512, so it has internal linkage.
 #pragma once
 
@@ -88,9 +90,9 @@ struct AmxBuffers {
   int8_t* wq;  // [slab][block][8 rows x 64 bytes]: the B tiles
   float* wd;   // [slab][block][16 rows]: lane scales
   float* wm;   // [slab][block][16 rows]: lane offsets (layouts with offsets)
-  int8_t* aq;  // [16 tokens][blocks x 32]: the A rows
-  float* ad;   // [block][16 tokens]: activation scales
-  float* as;   // [block][16 tokens]: scale x quant sum
+  int8_t* aq;  // [16 tokens][blocks x 32]: a last partial tile's A rows
+  float* ad;   // [16 tokens][block]: activation scales
+  float* as;   // [16 tokens][block]: scale x quant sum
   int32_t* c;  // [16 tokens][block][16 rows]: one slab's C tiles, row m of each C tile
                // in token m's run
   AmxBuffers(int64_t slabs, int64_t nb) {
@@ -158,49 +160,57 @@ void amx_unpack_slab(int64_t ng, const uint8_t* w, int64_t w_stride, int64_t nr,
   }
 }
 
-// Step 2 for tokens [t0, t0 + 16) (tokens from nt on: zeros).
+// Where a 16-token tile's A rows lie: row m at rows + m * stride.
+struct AmxTokenRows {
+  const int8_t* rows;
+  int64_t stride;
+};
+
+// Step 2 for tokens [t0, t0 + 16) of Q8_0_X16AT activations (a_stride bytes apart): the
+// tokens' block scales (and scale x quant sum) in runs per token (only tokens below nt
+// are read); the A rows are the activations' own, or for a last tile of fewer than 16
+// tokens a zero-padded copy.
 template <class W>
-void amx_load_tokens(int64_t ng, const uint8_t* a, int64_t a_stride, int64_t nt, int64_t t0,
-                     const AmxBuffers& buf) {
-  const int64_t nb = ng * kX16Blocks, row_bytes = nb * 32;
-  for (int m = 0; m < 16; ++m) {
-    const int64_t t = t0 + m;
-    int8_t* aq = buf.aq + m * row_bytes;
-    if (t >= nt) {
-      std::memset(aq, 0, static_cast<size_t>(row_bytes));
-      for (int64_t j = 0; j < nb; ++j) buf.ad[j * 16 + m] = buf.as[j * 16 + m] = 0.0f;
-      continue;
-    }
-    const auto* groups = reinterpret_cast<const BlockQ8_0x16A*>(a + t * a_stride);
+AmxTokenRows amx_load_tokens(int64_t ng, const uint8_t* a, int64_t a_stride, int64_t nt, int64_t t0,
+                             const AmxBuffers& buf) {
+  const int64_t nb = ng * kX16Blocks,
+                groups_bytes = ng * static_cast<int64_t>(sizeof(BlockQ8_0x16A));
+  const int64_t tokens = std::min<int64_t>(16, nt - t0);
+  for (int64_t m = 0; m < tokens; ++m) {
+    const auto* groups = reinterpret_cast<const BlockQ8_0x16A*>(a + (t0 + m) * a_stride);
     for (int64_t g = 0; g < ng; ++g) {
-      const BlockQ8_0x16A& ag = groups[g];
-      __m512i v[16], rows[16];
-#pragma GCC unroll 16
-      for (int k = 0; k < 16; ++k)
-        v[k] = k < 8 ? _mm512_loadu_si512(ag.qs + 64 * k) : _mm512_setzero_si512();
-      transpose16_epi32(v, rows);  // rows[b]: block b's 8 dwords, then zeros
-#pragma GCC unroll 16
-      for (int b = 0; b < 16; ++b) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(aq + (g * kX16Blocks + b) * 32),
-                            _mm512_castsi512_si256(rows[b]));
-        const int64_t j = g * kX16Blocks + b;
-        buf.ad[j * 16 + m] = ag.d[b];
-        if constexpr (W::kHasMin) buf.as[j * 16 + m] = ag.d[b] * static_cast<float>(ag.sum[b]);
+      const __m512 d = _mm512_loadu_ps(groups[g].d);
+      _mm512_store_ps(buf.ad + m * nb + g * kX16Blocks, d);
+      if constexpr (W::kHasMin) {
+        _mm512_store_ps(buf.as + m * nb + g * kX16Blocks,
+                        _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_loadu_si512(groups[g].sum))));
       }
     }
   }
+  if (tokens == 16)
+    return {reinterpret_cast<const int8_t*>(a + t0 * a_stride + groups_bytes), a_stride};
+  for (int64_t m = 0; m < 16; ++m) {
+    int8_t* row = buf.aq + m * nb * 32;
+    if (m < tokens) {
+      std::memcpy(row, a + (t0 + m) * a_stride + groups_bytes, static_cast<size_t>(nb * 32));
+    } else {
+      std::memset(row, 0, static_cast<size_t>(nb * 32));
+    }
+  }
+  return {buf.aq, nb * 32};
 }
 
 // Step 3's integer part for slab s: every block's C tile (16 tokens x 16 rows), two in
 // flight, token m's rows of all blocks in one run (the tile stores' stride).
 template <class Tiles>
-inline void amx_slab_tiles(Tiles& tiles, const AmxBuffers& buf, int64_t s, int64_t nb) {
+inline void amx_slab_tiles(Tiles& tiles, const AmxBuffers& buf, AmxTokenRows tokens, int64_t s,
+                           int64_t nb) {
   const int8_t* wq = buf.wq + s * nb * 512;
   for (int64_t j = 0; j < nb; j += 2) {
-    tiles.template load_a<0>(buf.aq + j * 32, nb * 32);
+    tiles.template load_a<0>(tokens.rows + j * 32, tokens.stride);
     tiles.template load_b<0>(wq + j * 512);
     tiles.template multiply<0>();
-    tiles.template load_a<1>(buf.aq + (j + 1) * 32, nb * 32);
+    tiles.template load_a<1>(tokens.rows + (j + 1) * 32, tokens.stride);
     tiles.template load_b<1>(wq + (j + 1) * 512);
     tiles.template multiply<1>();
     tiles.template store_c<0>(buf.c + j * 16, nb * 64);
@@ -222,6 +232,8 @@ void amx_slab_sums(const AmxBuffers& buf, int64_t s, int64_t nb, int64_t nr, int
   const float* wm = buf.wm + s * nb * 16;
   for (int64_t m = 0; m < tokens; ++m) {
     const int32_t* c = buf.c + m * nb * 16;
+    const float* ad = buf.ad + m * nb;
+    const float* as = buf.as + m * nb;
     __m512 acc[16];
 #pragma GCC unroll 16
     for (int b = 0; b < 16; ++b) acc[b] = _mm512_setzero_ps();
@@ -229,12 +241,10 @@ void amx_slab_sums(const AmxBuffers& buf, int64_t s, int64_t nb, int64_t nr, int
 #pragma GCC unroll 16
       for (int b = 0; b < 16; ++b) {
         const int64_t j = j0 + b;
-        acc[b] = _mm512_fmadd_ps(
-            _mm512_mul_ps(_mm512_load_ps(wd + j * 16), _mm512_set1_ps(buf.ad[j * 16 + m])),
-            _mm512_cvtepi32_ps(_mm512_load_si512(c + j * 16)), acc[b]);
+        acc[b] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_load_ps(wd + j * 16), _mm512_set1_ps(ad[j])),
+                                 _mm512_cvtepi32_ps(_mm512_load_si512(c + j * 16)), acc[b]);
         if constexpr (W::kHasMin) {
-          acc[b] = _mm512_fmadd_ps(_mm512_load_ps(wm + j * 16), _mm512_set1_ps(buf.as[j * 16 + m]),
-                                   acc[b]);
+          acc[b] = _mm512_fmadd_ps(_mm512_load_ps(wm + j * 16), _mm512_set1_ps(as[j]), acc[b]);
         }
       }
     }
@@ -248,8 +258,8 @@ void amx_slab_sums(const AmxBuffers& buf, int64_t s, int64_t nb, int64_t nr, int
   }
 }
 
-// y[t * ldy + r] for nr rows (w_stride bytes apart) of ng groups and nt tokens (a_stride
-// bytes apart), through Tiles for every token count.
+// y[t * ldy + r] for nr rows (w_stride bytes apart) of ng groups and nt tokens of
+// Q8_0_X16AT activations (a_stride bytes apart), through Tiles for every token count.
 // Rows beyond kAmxMaxRows go in further calls, which bounds the buffers (a matmul's panels
 // are far smaller: kRowBlockBytes of weights).
 constexpr int64_t kAmxMaxRows = 1024;
@@ -275,16 +285,17 @@ void amx_group_gemm(int64_t ng, const uint8_t* w, int64_t w_stride, int64_t nr, 
   Tiles tiles;
   tiles.start();
   for (int64_t t0 = 0; t0 < nt; t0 += 16) {
-    amx_load_tokens<W>(ng, a, a_stride, nt, t0, buf);
+    const AmxTokenRows tokens = amx_load_tokens<W>(ng, a, a_stride, nt, t0, buf);
     for (int64_t s = 0; s < slabs; ++s) {
-      amx_slab_tiles(tiles, buf, s, nb);
+      amx_slab_tiles(tiles, buf, tokens, s, nb);
       amx_slab_sums<W>(buf, s, nb, nr, t0, nt, y, ldy);
     }
   }
   tiles.release();
 }
 
-// A layout's GEMM with AMX: the VNNI kernels (Vnni) below kAmxMinTokens tokens.
+// A layout's GEMM with AMX: the VNNI kernels (Vnni, which read the Q8_0_X16A groups that
+// start each Q8_0_X16AT row) below kAmxMinTokens tokens.
 template <class W, void (*Vnni)(int64_t, const void*, int64_t, int64_t, const void*, int64_t,
                                 int64_t, float*, int64_t)>
 void amx_gemm_or_vnni(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,

@@ -280,6 +280,14 @@ struct BlockQ8_0x16A {
   float d[kX16Blocks];
 };
 
+// Q8_0_X16AT: the activations of the AMX GEMMs (amx_group_gemm.h), a row layout, not a
+// block one: a row of n elements is its n / 512 Q8_0_X16A groups (so every kernel that
+// takes Q8_0_X16A reads the row as it is), then the same quants again in block order, block
+// j's 32 at bytes 32j.. of that second part: the row of an AMX A tile, which TDPBSSD reads
+// straight from the matmul's activations, converted once per matmul instead of once per
+// weight panel. 1152 bytes per 512 elements.
+inline constexpr int64_t kQ8_0X16ATBytes = sizeof(BlockQ8_0x16A) + kQKX16;
+
 // Q6_K_X16: one Q6_K super-block (16 sub-blocks of 16 elements) with its quants regrouped
 // so that int32 lane j of a 512-bit register works on sub-block j: quant vector k (k < 4)
 // holds elements 16j + 4k + i (i < 4) of every sub-block j at bytes 4j + i.

@@ -342,6 +342,25 @@ void q8_k_x16a_from_float(const float* src, void* dst, int64_t n) {
   }
 }
 
+void q8_0_x16at_from_float(const float* src, void* dst, int64_t n) {
+  q8_0_x16a_from_float(src, dst, n);
+  const auto* groups = static_cast<const BlockQ8_0x16A*>(dst);
+  const int64_t ng = n / kQKX16;
+  auto* rows = static_cast<uint8_t*>(dst) + ng * static_cast<int64_t>(sizeof(BlockQ8_0x16A));
+  for (int64_t g = 0; g < ng; ++g) {
+    __m512i v[16], t[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k)
+      v[k] = k < 8 ? _mm512_loadu_si512(groups[g].qs + 64 * k) : _mm512_setzero_si512();
+    transpose16_epi32(v, t);  // t[b]: block b's 8 dwords, then zeros
+#pragma GCC unroll 16
+    for (int b = 0; b < kX16Blocks; ++b) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows + (g * kX16Blocks + b) * 32),
+                          _mm512_castsi512_si256(t[b]));
+    }
+  }
+}
+
 float q4_0_x16_vec_dot(int64_t n, const void* w, const void* a) {
   return vec_dot_by_row_tile<Rows<Q4x16>>(n / kQKX16, w, a);
 }

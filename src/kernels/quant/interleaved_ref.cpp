@@ -257,6 +257,20 @@ void q8_0_x16a_from_float(const float* src, void* dst, int64_t n) {
   x16_from_float<BlockQ8_0, BlockQ8_0x16A, q8_0_from_float, arrange_q8_0_x16a>(src, dst, n);
 }
 
+void q8_0_x16at_from_float(const float* src, void* dst, int64_t n) {
+  q8_0_x16a_from_float(src, dst, n);
+  const auto* groups = static_cast<const BlockQ8_0x16A*>(dst);
+  const int64_t ng = n / kQKX16;
+  int8_t* rows = static_cast<int8_t*>(dst) + ng * static_cast<int64_t>(sizeof(BlockQ8_0x16A));
+  for (int64_t g = 0; g < ng; ++g) {
+    for (int b = 0; b < kX16Blocks; ++b) {
+      for (int k = 0; k < 8; ++k) {
+        std::memcpy(rows + (g * kX16Blocks + b) * 32 + 4 * k, groups[g].qs + 64 * k + 4 * b, 4);
+      }
+    }
+  }
+}
+
 namespace {
 
 // The float steps shared by both weight types (see the top): lane b of each group holds

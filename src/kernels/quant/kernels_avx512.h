@@ -31,6 +31,7 @@ void bf16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const voi
 // Q8_0_X16A and Q8_K_X16A activations from floats, the same bytes as
 // ref::q8_0_x16a_from_float and ref::q8_k_x16a_from_float.
 void q8_0_x16a_from_float(const float* src, void* dst, int64_t n);
+void q8_0_x16at_from_float(const float* src, void* dst, int64_t n);
 void q8_k_x16a_from_float(const float* src, void* dst, int64_t n);
 
 // Q4_0_X16 and Q8_0_X16 weights against Q8_0_X16A activations (interleaved_avx512.cpp);

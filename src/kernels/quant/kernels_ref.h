@@ -76,6 +76,8 @@ void q2_k_x16_from_float(const float* src, void* dst, int64_t n);
 float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a);
 void q8_0_x16a_to_float(const void* src, float* dst, int64_t n);
 void q8_0_x16a_from_float(const float* src, void* dst, int64_t n);
+// Q8_0_X16AT (blocks.h): one row of n elements; to_float reads its Q8_0_X16A part.
+void q8_0_x16at_from_float(const float* src, void* dst, int64_t n);
 // ... and Q6_K_X16 weights (256-element super-blocks) take Q8_K_X16A activations.
 void q6_k_x16_to_float(const void* src, float* dst, int64_t n);
 void q6_k_x16_from_float(const float* src, void* dst, int64_t n);

@@ -22,7 +22,7 @@
 namespace strata::kernels {
 namespace {
 
-constexpr size_t kMaxTypeId = 82;  // GGUF ids are small; the internal layouts are 64-81
+constexpr size_t kMaxTypeId = 83;  // GGUF ids are small; the internal layouts are 64-82
 using Table = std::array<TypeTraits, kMaxTypeId>;
 
 size_t index_of(DType t) {
@@ -158,6 +158,9 @@ Table build_reference() {
           DType::Q8_0_X16A, ref::iq4_xs_x16p_vec_dot, gemm_by_vec_dot<ref::iq4_xs_x16p_vec_dot>});
   add(t, {DType::Q8_K_X16A, ref::q8_k_x16a_to_float, ref::q8_k_x16a_from_float, DType::Q8_K_X16A,
           nullptr, nullptr});
+  // Its Q8_0_X16A groups come first, which is all to_float reads.
+  add(t, {DType::Q8_0_X16AT, ref::q8_0_x16a_to_float, ref::q8_0_x16at_from_float, DType::Q8_0_X16AT,
+          nullptr, nullptr});
   return t;
 }
 
@@ -247,6 +250,7 @@ Table build_fast(KernelIsa isa, bool avx_vnni, AmxGemms amx = AmxGemms::none) {
   }
   if (isa < KernelIsa::avx512_vnni) return t;
   t[index_of(DType::Q8_0_X16A)].from_float = avx512::q8_0_x16a_from_float;
+  t[index_of(DType::Q8_0_X16AT)].from_float = avx512::q8_0_x16at_from_float;
   t[index_of(DType::Q8_K_X16A)].from_float = avx512::q8_k_x16a_from_float;
   t[index_of(DType::F32)].vec_dot = avx512::f32_vec_dot;
   t[index_of(DType::F32)].gemm = avx512::f32_gemm;
@@ -290,8 +294,11 @@ Table build_fast(KernelIsa isa, bool avx_vnni, AmxGemms amx = AmxGemms::none) {
   set_kernels(DType::IQ4_XS, avx512::iq4_xs_vec_dot, avx512::iq4_xs_gemm);
   if (amx == AmxGemms::none) return t;
   const bool hw = amx == AmxGemms::hardware;
+  // The AMX GEMMs read A tiles from Q8_0_X16AT rows; the VNNI kernels (vec_dot, and the
+  // gemms below 16 tokens) read the Q8_0_X16A groups that start them.
   auto set_amx = [&](DType type, GemmFn hardware, GemmFn emulated) {
     t[index_of(type)].gemm = hw ? hardware : emulated;
+    t[index_of(type)].vec_dot_type = DType::Q8_0_X16AT;
   };
   set_amx(DType::Q4_0_X16, avx512::q4_0_x16_gemm_amx, avx512::q4_0_x16_gemm_amx_emulated);
   set_amx(DType::Q8_0_X16, avx512::q8_0_x16_gemm_amx, avx512::q8_0_x16_gemm_amx_emulated);
