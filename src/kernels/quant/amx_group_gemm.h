@@ -101,7 +101,7 @@ struct AmxBuffers {
     constexpr int kParts = sizeof sizes / sizeof sizes[0];
     int64_t total = 64;
     for (const int64_t s : sizes) total += (s + 63) / 64 * 64;
-    storage.reset(new uint8_t[static_cast<size_t>(total)]);  // not zeroed: every byte is written
+    storage.reset(new uint8_t[static_cast<size_t>(total)]);  // not zeroed: written before read
     uint8_t* p = storage.get() + (64 - reinterpret_cast<uintptr_t>(storage.get()) % 64) % 64;
     void* parts[kParts];
     for (int i = 0; i < kParts; ++i) {

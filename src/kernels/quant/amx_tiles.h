@@ -1,4 +1,4 @@
-// The AMX tile instructions the group GEMM uses (amx_group_gemm_avx512.h), in two forms with
+// The AMX tile instructions the group GEMM uses (amx_group_gemm.h), in two forms with
 // one interface:
 //   HardwareTiles  the instructions themselves (inline assembly, so no file needs -mamx-*
 //                  flags; only run where cpu_has_amx_int8(): the OS must have granted the

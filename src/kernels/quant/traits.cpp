@@ -164,11 +164,12 @@ Table build_reference() {
   return t;
 }
 
-// Starts from the reference table and swaps in the kernels of each level up to `isa` where
-// they exist. The quantizers for weight types stay scalar: they run once, when a model is
-// converted.
 // Which AMX GEMMs a table takes, if any.
 enum class AmxGemms { none, hardware, emulated };
+
+// Starts from the reference table and swaps in the kernels of each level up to `isa` where
+// they exist (and the AMX GEMMs `amx` names). The quantizers for weight types stay scalar:
+// they run once, when a model is converted.
 
 Table build_fast(KernelIsa isa, bool avx_vnni, AmxGemms amx = AmxGemms::none) {
   Table t = build_reference();
@@ -321,10 +322,6 @@ const TypeTraits& lookup(const Table& table, DType t) {
   }
   return table[i];
 }
-
-}  // namespace
-
-namespace {
 
 // The CPU has AMX-TILE and AMX-INT8, the OS enables their state (XCR0 bits 17 and 18), and
 // Linux grants it to this process (needed once per process since Linux 5.16; the tile data
