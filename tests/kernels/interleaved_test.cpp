@@ -684,8 +684,8 @@ TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
 // The AMX GEMMs (amx_group_gemm.h) of the group layouts: their scalar model of the tile
 // instructions on every AVX-512 VNNI CPU (every token count goes through the tiles), and the
 // tiles themselves where the CPU and OS allow AMX. The level tests above give them 1-9
-// tokens and 1-5 rows; here whole and partial 16-row slabs and 16-token tiles, one to
-// three groups per row, and row 3 of 5 with the largest and an infinite scale.
+// tokens and 1-5 rows; here whole and partial 16-row slabs and 16-token tiles, one and
+// three groups per row, row 3 of 5 with the largest and an infinite scale, and 1030 rows.
 void expect_amx_matches_scalar_models(const Kernels& k) {
   Rng rng(6);
   for (const Pair& p : kPairs) {
@@ -697,6 +697,8 @@ void expect_amx_matches_scalar_models(const Kernels& k) {
       }
     }
   }
+  // More rows than one call's buffers take (kAmxMaxRows, 1024): the rest in a second call.
+  expect_gemm_matches_scalar_model(k, kPairs[0], 1030, 512, 17, rng);
 }
 
 TEST(Interleaved, AmxGemmsModelMatchesScalarModelsBitForBit) {
