@@ -366,6 +366,10 @@ void bench_roofline(int threads_flag, double gib, const std::string& model_path)
           "arithmetic)\n",
           r.int8_gops * 1e9 / (2 * params));
     }
+    if (r.amx_int8_gops > 0) {
+      std::printf("prefill upper bound: %.2f tok/s with AMX int8 tiles\n",
+                  r.amx_int8_gops * 1e9 / (2 * params));
+    }
   }
 }
 
