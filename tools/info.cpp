@@ -6,6 +6,7 @@
 #include <string>
 
 #include "eval/head_map.h"
+#include "kernels/quant/traits.h"
 #include "kv/kv_quant.h"
 #include "model/model.h"
 #include "tools/commands.h"
@@ -136,6 +137,8 @@ void register_info(CLI::App& app) {
       std::printf("tensors %-6s  %d (%.2f MiB)\n", type.c_str(), e.first,
                   static_cast<double>(e.second) / (1 << 20));
     }
+    // What this machine runs them with (STRATA_NO_AVX512 and the like lower it).
+    std::printf("kernels:        %s\n", kernels::cpu_kernels_name().c_str());
   });
 }
 

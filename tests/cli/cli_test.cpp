@@ -62,6 +62,7 @@ TEST(Cli, MakeModelInfoAndLogits) {
   EXPECT_NE(r.out.find("architecture:   llama"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("vocab:          32000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("q8_0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernels:        "), std::string::npos) << r.out;
   const std::string out = testing::scratch_dir() + "/logits.f32";
   r = run_command(strata_bin() + " logits -m " + path + " --tokens '1 15043 3186' -o " + out +
                   " 2>&1");
