@@ -170,7 +170,6 @@ enum class AmxGemms { none, hardware, emulated };
 // Starts from the reference table and swaps in the kernels of each level up to `isa` where
 // they exist (and the AMX GEMMs `amx` names). The quantizers for weight types stay scalar:
 // they run once, when a model is converted.
-
 Table build_fast(KernelIsa isa, bool avx_vnni, AmxGemms amx = AmxGemms::none) {
   Table t = build_reference();
   if (isa < KernelIsa::avx2) return t;
