@@ -41,9 +41,11 @@
 namespace strata::kernels::avx512 {
 namespace {
 
-// Below this many tokens a GEMM stays on the VNNI kernels: the panel's unpacking costs
-// about what one 16-token tile of VNNI work does.
-constexpr int64_t kAmxMinTokens = 16;
+// Below this many tokens a GEMM stays on the VNNI kernels (decode, small batches): the
+// panel's unpacking is paid per call, and with the tile instructions left out (timing
+// only, Zen 5, two threads) the rest ran at 1.1-1.4x the VNNI rate at 16 tokens, 1.7-2.4x
+// at 64.
+constexpr int64_t kAmxMinTokens = 32;
 
 // out[b] lane r = in[r] lane b.
 inline void transpose16_epi32(const __m512i (&in)[16], __m512i (&out)[16]) {

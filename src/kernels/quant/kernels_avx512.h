@@ -68,7 +68,7 @@ void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, co
                       int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
 // The group layouts' GEMMs with AMX tiles (amx_group_gemm.h), bit-identical to the gemms
-// above: name##_gemm_amx (the VNNI gemm below 16 tokens; call it only where
+// above: name##_gemm_amx (the VNNI gemm below 32 tokens; call it only where
 // cpu_has_amx_int8()) and name##_gemm_amx_emulated (the tile instructions' scalar model at
 // every token count, for tests on any AVX-512 VNNI CPU). Defined beside each layout's gemm.
 #define STRATA_AMX_GROUP_GEMMS(X) \

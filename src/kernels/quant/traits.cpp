@@ -295,7 +295,7 @@ Table build_fast(KernelIsa isa, bool avx_vnni, AmxGemms amx = AmxGemms::none) {
   if (amx == AmxGemms::none) return t;
   const bool hw = amx == AmxGemms::hardware;
   // The AMX GEMMs read A tiles from Q8_0_X16AT rows; the VNNI kernels (vec_dot, and the
-  // gemms below 16 tokens) read the Q8_0_X16A groups that start them.
+  // gemms below 32 tokens) read the Q8_0_X16A groups that start them.
   auto set_amx = [&](DType type, GemmFn hardware, GemmFn emulated) {
     t[index_of(type)].gemm = hw ? hardware : emulated;
     t[index_of(type)].vec_dot_type = DType::Q8_0_X16AT;

@@ -104,7 +104,7 @@ bool cpu_has_avx512_bf16();
 bool cpu_has_avx_vnni();
 
 // cpu_kernel_isa() is avx512_vnni and amx_int8 (CpuKernelLevels): the group layouts'
-// GEMMs of 16 tokens or more (Q4_0/Q8_0/Q4_1/Q5_0/Q5_1/IQ4_NL_X16, the K pairs) run on AMX
+// GEMMs of 32 tokens or more (Q4_0/Q8_0/Q4_1/Q5_0/Q5_1/IQ4_NL_X16, the K pairs) run on AMX
 // tiles (TDPBSSD), bit-identical to the VNNI kernels.
 bool cpu_has_amx_int8();
 
