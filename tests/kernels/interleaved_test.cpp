@@ -684,9 +684,9 @@ TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
 // The AMX GEMMs (amx_group_gemm.h) of the group layouts: their scalar model of the tile
 // instructions on every AVX-512 VNNI CPU (every token count goes through the tiles), and the
 // tiles themselves where the CPU and OS allow AMX. The level tests above give them 1-9
-// tokens and 1-5 rows; here whole and partial 16-row slabs and 16-token tiles (the tiles
-// themselves from 32 tokens on, kAmxMinTokens), one and
-// three groups per row, row 3 of 5 with the largest and an infinite scale, and 1030 rows.
+// tokens and 1-5 rows; here whole and partial 16-row slabs and 16-token tiles (on AMX
+// hardware from 32 tokens on, kAmxMinTokens), one and three groups per row, row 3 of 5
+// with the largest and an infinite scale, and 1030 rows.
 void expect_amx_matches_scalar_models(const Kernels& k) {
   Rng rng(6);
   for (const Pair& p : kPairs) {
@@ -699,7 +699,7 @@ void expect_amx_matches_scalar_models(const Kernels& k) {
     }
   }
   // More rows than one call's buffers take (kAmxMaxRows, 1024): the rest in a second call.
-  expect_gemm_matches_scalar_model(k, kPairs[0], 1030, 512, 17, rng);
+  expect_gemm_matches_scalar_model(k, kPairs[0], 1030, 512, 33, rng);
 }
 
 TEST(Interleaved, AmxGemmsModelMatchesScalarModelsBitForBit) {
