@@ -28,8 +28,8 @@ void f16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void
 void bf16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
-// Q8_0_X16A and Q8_K_X16A activations from floats, the same bytes as
-// ref::q8_0_x16a_from_float and ref::q8_k_x16a_from_float.
+// Q8_0_X16A, Q8_0_X16AT and Q8_K_X16A activations from floats, the same bytes as
+// ref::q8_0_x16a_from_float, ref::q8_0_x16at_from_float and ref::q8_k_x16a_from_float.
 void q8_0_x16a_from_float(const float* src, void* dst, int64_t n);
 void q8_0_x16at_from_float(const float* src, void* dst, int64_t n);
 void q8_k_x16a_from_float(const float* src, void* dst, int64_t n);
