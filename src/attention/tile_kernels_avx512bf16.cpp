@@ -125,13 +125,17 @@ inline void scores_rows(int64_t n_rows, const uint16_t* q, int64_t hd, int64_t b
 struct Bf16Dots {
   const uint16_t* q;
 
-  void scores(const FoldTile& f, int64_t ldp) const {
+  // The prefetcher's steps over a fold: one per dimension pair of each score pass and
+  // column group, then one per key pair of each value pass and column strip.
+  static int64_t prefetch_steps(const FoldTile& f) {
+    const int64_t keys = f.j1 - f.j0;
+    return (f.n_q + V::kScoreRows - 1) / V::kScoreRows * ((keys + 63) / 64) * f.head_dim / 2 +
+           (f.n_q + V::kAccRows - 1) / V::kAccRows * ((f.head_dim + 63) / 64) * keys / 2;
+  }
+  void scores(const FoldTile& f, int64_t ldp, simd::LinePrefetcher& pf) const {
     const int64_t hd = f.head_dim, bs = f.block_size;
     simd::KeyColumns<V, uint16_t, 2> columns(f);
     Column col[4];
-    // One step per dimension pair of each row tile and column group.
-    simd::LinePrefetcher pf(
-        f, (f.n_q + V::kScoreRows - 1) / V::kScoreRows * ((f.j1 - f.j0 + 63) / 64) * hd / 2);
     for (int nc; (nc = columns.next(col, 4)) > 0;) {
       switch (nc) {
         case 4:
@@ -148,7 +152,6 @@ struct Bf16Dots {
           break;
       }
     }
-    pf.finish();
   }
 
   // simd::exp_row with exp_for_bf16, each p rounded to bf16 and the row packed to bf16 in
@@ -174,7 +177,8 @@ struct Bf16Dots {
   // block as one vdpbf16ps when both are folded, a key whose partner is not as one fma.
   template <int R>
   void accumulate(const float* p, int64_t ldp, const FoldTile& f, int64_t n, const float* c,
-                  float* acc) const {
+                  float* acc, simd::LinePrefetcher& shared_pf) const {
+    simd::LinePrefetchPass pf(shared_pf);
     const int64_t hd = f.head_dim, bs = f.block_size;
     const auto* pb = reinterpret_cast<const uint16_t*>(p);
     const int64_t ldpb = 2 * ldp;
@@ -217,6 +221,7 @@ struct Bf16Dots {
         int64_t s = slot;
         if (s & 1) single(vb, s++, j++);
         for (; j + 2 <= end; j += 2, s += 2) {
+          pf.step();
           const uint16_t* row = vb + ((s >> 1) * hd + d0) * 2;
           __m512i vk[4];
 #pragma GCC unroll 4
