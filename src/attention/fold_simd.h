@@ -352,7 +352,7 @@ void fold_elems(const FoldTile& f, const Dots& dots) {
   // scores' and the values': issued within the score passes alone (as they were), they
   // came faster than memory serves a core's misses and stalled those passes, while the
   // value passes fetched nothing (an 8-row decode fold streaming bf16 tiles from memory:
-  // 1.48-1.57 -> 1.27-1.30 us, attention_fold_bench).
+  // 1.70 -> 1.30 us, median of 5 in attention_fold_bench).
   LinePrefetcher pf(f, dots.prefetch_steps(f));
   // 1. Scores, up to 4 key columns x kScoreRows rows per pass. Every row gets the scores
   // of all the fold's keys; its softmax below reads only its own (row_keys).
