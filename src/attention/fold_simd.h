@@ -60,8 +60,9 @@ inline int64_t rows_per_slice(const FoldTile& f, int64_t limit) {
 }
 
 // Issues the prefetches of a fold's FoldTile::next spread over n_steps calls of step()
-// (a few lines each), and any left over at finish(). A score pass works on a copy
-// (LinePrefetchPass), so that the state stays in registers through the pass's loop: kept
+// (a few lines each), and any left over at finish(); fold_elems spreads them over the
+// fold's score and value passes. Each pass works on a copy (LinePrefetchPass), so that
+// the state stays in registers through the pass's loop: kept
 // in the caller's object, every step stored and reloaded it, and the 8-row decode fold
 // spent a third of its score time in step().
 class LinePrefetcher {
@@ -104,8 +105,8 @@ class LinePrefetcher {
   const char* end_ = nullptr;
 };
 
-// A LinePrefetcher for one score pass: a copy in the pass's registers, written back when
-// the pass ends.
+// A LinePrefetcher for one score or value pass: a copy in the pass's registers, written
+// back when the pass ends.
 class LinePrefetchPass {
  public:
   explicit LinePrefetchPass(LinePrefetcher& pf) : pf_(pf), copy_(pf) {}
