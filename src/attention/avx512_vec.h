@@ -90,6 +90,21 @@ struct Avx512Vec {
         _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
   }
   static F broadcast_lane(F v, int i) { return _mm512_permutexvar_ps(_mm512_set1_epi32(i), v); }
+
+  // For fold_q8_keys.h: vpdpbusd multiplies unsigned by signed bytes, so keys are read as
+  // k + 128 (the sign bit flipped) and each group's sum starts at QueryQ8::offset.
+  static constexpr int kQ8ScoreRows = 8;  // x 2 columns: 16 chains for vpdpbusd's latency
+  static constexpr bool kOffsetKeys = true;
+  using I = __m512i;
+  using Quads = __m512i;
+  static I iset1(int32_t x) { return _mm512_set1_epi32(x); }
+  static Quads load_quads(const int8_t* p, Mask m) {
+    return _mm512_xor_si512(_mm512_maskz_loadu_epi32(m, p), _mm512_set1_epi8(-128));
+  }
+  static I dot4(I acc, Quads k, int32_t q4) {
+    return _mm512_dpbusd_epi32(acc, k, _mm512_set1_epi32(q4));
+  }
+  static F to_float(I x) { return _mm512_cvtepi32_ps(x); }
 };
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "core/fp16.h"
 #include "core/prefetch.h"
 #include "kernels/cpu/simd_exp.h"
+#include "kv/kv_quant.h"
 #include "kv/tile_layout.h"
 
 namespace strata::attention::simd {
@@ -47,6 +48,8 @@ inline FoldTile row_slice(const FoldTile& f, int64_t r0, int64_t r1) {
   s.sum = f.sum + r0;
   s.acc = f.acc + r0 * f.head_dim;
   if (f.rows_per_token > 0) s.first_row_keys = f.first_row_keys + r0 / f.rows_per_token;
+  if (f.q8.q != nullptr)
+    s.q8 = f.q8.rows_from(r0, f.head_dim, f.head_dim / kv_quant::group_size(f.head_dim));
   return s;
 }
 
@@ -310,7 +313,11 @@ struct FmaDots {
   static int64_t prefetch_steps(const FoldTile& f) {
     const int64_t keys = f.j1 - f.j0, strip = 4 * V::W;
     return (f.n_q + V::kScoreRows - 1) / V::kScoreRows * ((keys + strip - 1) / strip) * f.head_dim +
-           (f.n_q + V::kAccRows - 1) / V::kAccRows * ((f.head_dim + strip - 1) / strip) * keys;
+           value_prefetch_steps(f);
+  }
+  static int64_t value_prefetch_steps(const FoldTile& f) {
+    const int64_t keys = f.j1 - f.j0, strip = 4 * V::W;
+    return (f.n_q + V::kAccRows - 1) / V::kAccRows * ((f.head_dim + strip - 1) / strip) * keys;
   }
   void scores(const FoldTile& f, int64_t ldp, LinePrefetcher& pf) const {
     const int64_t hd = f.head_dim, bs = f.block_size;

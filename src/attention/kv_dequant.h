@@ -2,7 +2,9 @@
 // read (kv/tile_layout.h: keys as dimension pairs, values as slot pairs), one (block, KV
 // head) tile at a time into per-thread scratch: paged attention dequantizes only the tiles
 // of the fold it is about to run and folds them as a bf16 cache's tiles (the AVX512_BF16
-// dot products where the CPU has them). Half the scratch traffic of f32 tiles: decode at
+// dot products where the CPU has them). q8_0 key tiles are folded as stored (int8 dot
+// products, TileElem::q8_keys); the SIMD versions hand them to the reference, which the
+// tests use to check the layout. Half the scratch traffic of f32 tiles: decode at
 // 16K context ran slower than with a bf16 cache when the tiles were dequantized to f32.
 // Internal to attention/.
 //

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "attention/kv_dequant.h"
 #include "core/dtype.h"
 #include "core/fp16.h"
 #include "kv/kv_quant.h"
@@ -29,6 +30,8 @@ inline float dequant_elem(const uint8_t* q, int64_t at) {
 
 template <DType T, class V>
 void dequant(const uint8_t* q, bool keys, int64_t bs, int64_t hd, uint16_t* out) {
+  // Attention folds q8_0 keys as stored (int8 dimension quads); only the tests convert them.
+  if (T == DType::Q8_0 && keys) return reference_kv_dequant().q8_0(q, keys, bs, hd, out);
   constexpr int64_t W = V::kWidth;
   const auto* scales = reinterpret_cast<const uint16_t*>(q + kv_quant::scale_offset(T, bs, hd));
   const int64_t group = kv_quant::group_size(hd);

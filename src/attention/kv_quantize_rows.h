@@ -36,8 +36,10 @@ void store_q8_0(uint8_t* tile, bool keys, const float* src, int64_t slot, int64_
     const uint16_t sh = fp32_to_fp16(Ops::group_amax(x, group) / 127.0f);
     const float s = fp16_to_fp32(sh);
     Ops::quantize(x, group, s > 0.0f ? 1.0f / s : 0.0f, -127.0f, 127.0f, 0, t);
-    if (keys) {
-      for (int64_t i = 0; i < group; ++i) q[kv_layout::key_index(g * group + i, slot, bs)] = t[i];
+    if (keys) {  // a group is whole dimension quads
+      for (int64_t i = 0; i < group; i += 4) {
+        std::memcpy(q + kv_layout::q8_key_index(g * group + i, slot, bs), t + i, 4);
+      }
     } else {
       std::memcpy(q + kv_layout::value_index(slot, g * group, hd), t, static_cast<size_t>(group));
     }

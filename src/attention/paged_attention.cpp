@@ -29,10 +29,11 @@ constexpr int64_t kQueryTile = 16;
 // the group's query rows copied contiguous, scores (rows*fold_scratch_row(block_size)),
 // accumulators (rows*head_dim), running max and sum (one per row), and room for one
 // fold's K and V tiles in bf16 (kMaxFoldBlocks of each, dequant_tile_elems apiece), where
-// a quantized cache's tiles are dequantized before each fold. f32/f16/bf16 tiles are read
-// in place.
+// a quantized cache's tiles are dequantized before each fold, then, for a q8_0 cache, the
+// query rows quantized (QueryQ8: int8 rows, then a scale and an offset per row and group).
+// f32/f16/bf16 tiles and q8_0 keys are read in place.
 struct ScratchLayout {
-  size_t q, scores, acc, max, sum, tiles, total;
+  size_t q, scores, acc, max, sum, tiles, q8, q8_scale, q8_offset, total;
 };
 
 ScratchLayout layout(const AttentionShape& s, int64_t bs) {
@@ -45,8 +46,13 @@ ScratchLayout layout(const AttentionShape& s, int64_t bs) {
   l.sum = l.max + rows;
   l.tiles = l.sum + rows;
   // Two bf16 elements per float.
-  l.total = l.tiles + static_cast<size_t>(attention::kMaxFoldBlocks *
-                                          attention::dequant_tile_elems(bs, s.head_dim));
+  l.q8 = l.tiles + static_cast<size_t>(attention::kMaxFoldBlocks *
+                                       attention::dequant_tile_elems(bs, s.head_dim));
+  const int64_t group = kv_quant::group_size(s.head_dim);
+  const size_t groups = group > 0 ? rows * static_cast<size_t>(s.head_dim / group) : 0;
+  l.q8_scale = l.q8 + (rows * static_cast<size_t>(s.head_dim) + 3) / 4;  // 4 int8 per float
+  l.q8_offset = l.q8_scale + groups;
+  l.total = l.q8_offset + groups;
   return l;
 }
 
@@ -197,8 +203,11 @@ void AttentionPass::run_item(int64_t item, int tid) const {
   const attention::TileKernels& tk = tk_;
   const int64_t fold_blocks = tk.fold_blocks;
   const bool quantized = kv_quant::quantized(cfg.dtype);
-  // Quantized tiles are folded as bf16 tiles once dequantized.
+  // q8_0 keys are folded as stored (int8 scores); other quantized tiles are folded as bf16
+  // tiles once dequantized.
+  const bool q8_keys = cfg.dtype == DType::Q8_0;
   const attention::TileElem elem = cfg.dtype == DType::F16 ? attention::TileElem::f16
+                                   : q8_keys               ? attention::TileElem::q8_keys
                                    : cfg.dtype == DType::BF16 || quantized
                                        ? attention::TileElem::bf16
                                        : attention::TileElem::f32;
@@ -214,6 +223,10 @@ void AttentionPass::run_item(int64_t item, int tid) const {
   float* acc = buf + lay.acc;
   float* mx = buf + lay.max;
   float* sum = buf + lay.sum;
+  auto* q8 = reinterpret_cast<int8_t*>(buf + lay.q8);
+  float* q8_scale = buf + lay.q8_scale;
+  auto* q8_offset = reinterpret_cast<int32_t*>(buf + lay.q8_offset);
+  const int64_t n_q8_groups = q8_keys ? hd / kv_quant::group_size(hd) : 0;
   int64_t nr = n_rep;  // query rows per token in the current item (its slice)
   auto fold = [&](std::span<const int32_t> table, int64_t g, int64_t bi0, int64_t j0, int64_t j1,
                   int64_t i0, int64_t i1, int64_t first_keys = 0, int64_t next0 = 0,
@@ -238,15 +251,19 @@ void AttentionPass::run_item(int64_t item, int tid) const {
       tile.v[b] = cache.v_tile(layer, block, g);
       if (quantized) {
         // Dequantized here, one fold's tiles at a time, into this thread's scratch.
-        uint16_t* kd = ktiles + b * dq_elems;
         uint16_t* vd = vtiles + b * dq_elems;
-        dequant(static_cast<const uint8_t*>(tile.kt[b]), true, bs, hd, kd);
         dequant(static_cast<const uint8_t*>(tile.v[b]), false, bs, hd, vd);
-        tile.kt[b] = kd;
         tile.v[b] = vd;
+        if (!q8_keys) {
+          uint16_t* kd = ktiles + b * dq_elems;
+          dequant(static_cast<const uint8_t*>(tile.kt[b]), true, bs, hd, kd);
+          tile.kt[b] = kd;
+        }
       }
     }
     tile.q = qbuf + i0 * nr * hd;
+    if (q8_keys)
+      tile.q8 = attention::QueryQ8{q8, q8_scale, q8_offset}.rows_from(i0 * nr, hd, n_q8_groups);
     tile.n_q = (i1 - i0) * nr;
     tile.elem = elem;
     tile.block_size = bs;
@@ -276,6 +293,7 @@ void AttentionPass::run_item(int64_t item, int tid) const {
     std::memcpy(qbuf + i * nr * hd, q + (t0 + i) * q_row + (g * n_rep + r0) * hd,
                 static_cast<size_t>(nr * hd) * sizeof(float));
   }
+  if (q8_keys) attention::quantize_query_q8(qbuf, n_group * nr, hd, q8, q8_scale, q8_offset);
   std::fill(acc, acc + n_group * nr * hd, 0.0f);
   std::fill(mx, mx + n_group * nr, -std::numeric_limits<float>::infinity());
   std::fill(sum, sum + n_group * nr, 0.0f);

@@ -6,6 +6,7 @@
 
 #include "core/fp16.h"
 #include "kernels/quant/traits.h"
+#include "kv/kv_quant.h"
 #include "kv/tile_layout.h"
 
 namespace strata::attention {
@@ -74,28 +75,56 @@ inline float round_bf16(float x) {
 // bf16 tiles: the two-term bf16 dot product's arithmetic (see TileKernels::fold). Every
 // product of two bf16 values is exact in float, so `acc += a * b` rounds once, as the
 // instruction's steps do.
-void fold_ref_bf16(const FoldTile& f) {
+float bf16_key_dot(const FoldTile& f, int64_t r, int64_t j) {
   const int64_t hd = f.head_dim, bs = f.block_size;
-  auto key = [&](int64_t j, int64_t d) {
+  auto key = [&](int64_t d) {
     return bf16_to_fp32(
         static_cast<const uint16_t*>(f.kt[j / bs])[kv_layout::bf16_key_index(d, j % bs, bs)]);
   };
+  const float* q = f.q + r * hd;
+  float dot = 0.0f;
+  for (int64_t d = 0; d < hd; d += 2) {
+    dot += round_bf16(q[d + 1]) * key(d + 1);
+    dot += round_bf16(q[d]) * key(d);
+  }
+  return dot;
+}
+
+// q8_keys tiles: per group, the exact integer dot product of the quantized query row and
+// key j, times (query scale x key scale) rounded once, added by fma in group order.
+float q8_key_dot(const FoldTile& f, int64_t r, int64_t j) {
+  const int64_t hd = f.head_dim, bs = f.block_size, slot = j % bs;
+  const int64_t group = kv_quant::group_size(hd), n_groups = hd / group;
+  const auto* tile = static_cast<const uint8_t*>(f.kt[j / bs]);
+  const auto* k = reinterpret_cast<const int8_t*>(tile);
+  const auto* ks = reinterpret_cast<const uint16_t*>(tile + kv_quant::q8_scale_offset(bs, hd));
+  const int8_t* q = f.q8.q + r * hd;
+  float s = 0.0f;
+  for (int64_t g = 0; g < n_groups; ++g) {
+    int32_t dot = 0;
+    for (int64_t d = g * group; d < (g + 1) * group; ++d)
+      dot += int32_t{q[d]} * k[kv_layout::q8_key_index(d, slot, bs)];
+    const float w = f.q8.scale[r * n_groups + g] * fp16_to_fp32(ks[g * bs + slot]);
+    s = std::fma(static_cast<float>(dot), w, s);
+  }
+  return s;
+}
+
+// Scores by key_dot(f, row, key) (the key's index on the fold's axis), then the bf16
+// fold's softmax and values.
+template <float (*key_dot)(const FoldTile&, int64_t, int64_t)>
+void fold_ref_bf16(const FoldTile& f) {
+  const int64_t hd = f.head_dim, bs = f.block_size;
   auto value = [&](int64_t j, int64_t d) {
     return bf16_to_fp32(
         static_cast<const uint16_t*>(f.v[j / bs])[kv_layout::bf16_value_index(j % bs, d, hd)]);
   };
   for (int64_t r = 0; r < f.n_q; ++r) {
     const int64_t n = f.row_keys(r);
-    const float* q = f.q + r * hd;
     float* p = f.p + r * fold_scratch_row(bs);
     float block_max = -INFINITY;
     for (int64_t j = 0; j < n; ++j) {
-      float dot = 0.0f;
-      for (int64_t d = 0; d < hd; d += 2) {
-        dot += round_bf16(q[d + 1]) * key(f.j0 + j, d + 1);
-        dot += round_bf16(q[d]) * key(f.j0 + j, d);
-      }
-      p[j] = dot * f.scale;
+      p[j] = key_dot(f, r, f.j0 + j) * f.scale;
       block_max = std::max(block_max, p[j]);
     }
     const float m = std::max(f.max[r], block_max);
@@ -134,11 +163,37 @@ void fold_ref_any(const FoldTile& f) {
     case TileElem::f16:
       return fold_ref<uint16_t>(f);
     case TileElem::bf16:
-      return fold_ref_bf16(f);
+      return fold_ref_bf16<bf16_key_dot>(f);
+    case TileElem::q8_keys:
+      return fold_ref_bf16<q8_key_dot>(f);
   }
 }
 
 }  // namespace
+
+void quantize_query_q8(const float* x, int64_t n_rows, int64_t head_dim, int8_t* q, float* scale,
+                       int32_t* offset) {
+  const int64_t group = kv_quant::group_size(head_dim), n_groups = head_dim / group;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    for (int64_t g = 0; g < n_groups; ++g) {
+      const int64_t at = r * head_dim + g * group;
+      float amax = 0.0f;
+      for (int64_t i = 0; i < group; ++i) amax = std::fmax(amax, std::fabs(x[at + i]));
+      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+      int32_t sum = 0;
+      for (int64_t i = 0; i < group; ++i) {
+        float y = x[at + i] * inv;
+        y = y == y ? std::fmin(127.0f, std::fmax(-127.0f, y)) : 0.0f;
+        // To the nearest integer, ties to even (the default rounding of this add).
+        const float rounded = (y + 0x1.8p23f) - 0x1.8p23f;
+        q[at + i] = static_cast<int8_t>(rounded);
+        sum += static_cast<int32_t>(rounded);
+      }
+      scale[r * n_groups + g] = amax / 127.0f;
+      offset[r * n_groups + g] = -128 * sum;
+    }
+  }
+}
 
 const TileKernels& reference_tile_kernels() {
   static const TileKernels k{fold_ref_any, "scalar"};

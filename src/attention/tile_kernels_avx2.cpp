@@ -1,6 +1,7 @@
 // AVX2+FMA tile fold (see tile_kernels.h and fold_simd.h): 8 keys per register.
 #include <immintrin.h>
 
+#include "attention/fold_q8_keys.h"
 #include "attention/fold_simd.h"
 #include "attention/tile_kernels.h"
 #include "kernels/cpu/simd_avx2.h"
@@ -71,11 +72,38 @@ struct Avx2Vec : kernels::simd::Avx2Float {
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
     return _mm_cvtss_f32(s);
   }
+
+  // For fold_q8_keys.h: AVX2 has no byte dot product that cannot saturate, so each lane's
+  // key bytes are sign-extended to 16 bits (bytes 0 and 2, bytes 1 and 3) and multiplied
+  // by vpmaddwd, which sums pairs of products exactly.
+  static constexpr int kQ8ScoreRows = 4;  // x 2 columns: 8 chains and 4 key registers
+  static constexpr bool kOffsetKeys = false;
+  using I = __m256i;
+  struct Quads {
+    __m256i even, odd;
+  };
+  static I iset1(int32_t x) { return _mm256_set1_epi32(x); }
+  static Quads load_quads(const int8_t* p, Mask m) {
+    const __m256i x = _mm256_maskload_epi32(reinterpret_cast<const int*>(p), m);
+    return {_mm256_srai_epi16(_mm256_slli_epi16(x, 8), 8), _mm256_srai_epi16(x, 8)};
+  }
+  static I dot4(I acc, const Quads& k, int32_t q4) {
+    auto pair = [](int32_t lo, int32_t hi) {  // two signed bytes as 16-bit words
+      return static_cast<int32_t>(
+          static_cast<uint16_t>(static_cast<int8_t>(lo)) |
+          static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int8_t>(hi))) << 16);
+    };
+    const __m256i even = _mm256_madd_epi16(k.even, _mm256_set1_epi32(pair(q4, q4 >> 16)));
+    const __m256i odd = _mm256_madd_epi16(k.odd, _mm256_set1_epi32(pair(q4 >> 8, q4 >> 24)));
+    return _mm256_add_epi32(acc, _mm256_add_epi32(even, odd));
+  }
+  static F to_float(I x) { return _mm256_cvtepi32_ps(x); }
 };
 
 }  // namespace
 
 void fold(const FoldTile& tile) {
+  if (tile.elem == TileElem::q8_keys) return simd::fold_q8_keys_widened<Avx2Vec>(tile);
   simd::fold<Avx2Vec>(tile);
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "attention/avx512_vec.h"
+#include "attention/fold_q8_keys.h"
 #include "attention/fold_simd.h"
 #include "attention/tile_kernels.h"
 
@@ -130,7 +131,10 @@ struct Bf16Dots {
   static int64_t prefetch_steps(const FoldTile& f) {
     const int64_t keys = f.j1 - f.j0;
     return (f.n_q + V::kScoreRows - 1) / V::kScoreRows * ((keys + 63) / 64) * f.head_dim / 2 +
-           (f.n_q + V::kAccRows - 1) / V::kAccRows * ((f.head_dim + 63) / 64) * keys / 2;
+           value_prefetch_steps(f);
+  }
+  static int64_t value_prefetch_steps(const FoldTile& f) {
+    return (f.n_q + V::kAccRows - 1) / V::kAccRows * ((f.head_dim + 63) / 64) * (f.j1 - f.j0) / 2;
   }
   void scores(const FoldTile& f, int64_t ldp, simd::LinePrefetcher& pf) const {
     const int64_t hd = f.head_dim, bs = f.block_size;
@@ -269,6 +273,9 @@ void fold_bf16(const FoldTile& f) {
 }  // namespace
 
 void fold(const FoldTile& tile) {
+  // q8_keys: int8 scores (fold_q8_keys.h), then this fold's bf16 softmax and value passes.
+  if (tile.elem == TileElem::q8_keys)
+    return simd::fold_elems<V>(tile, simd::Q8KeyDots<V, Bf16Dots>{{nullptr}});
   if (tile.elem != TileElem::bf16) return avx512::fold(tile);
   fold_bf16(tile);
 }

@@ -14,6 +14,11 @@
 //   values: slots 2m and 2m+1 of dimension d adjacent, at (m * head_dim + d) * 2 + j % 2
 // so one 64-byte load is 16 keys x 2 dimensions (scores) or 16 dimensions x 2 keys
 // (values). Needs an even head_dim and block_size.
+//
+// q8_0 key tiles (kv_quant.h) hold int8 keys in quads, the operand shape of the int8 dot
+// product (AVX-512 VNNI vpdpbusd: lane i += four byte products a[4i..4i+3] b[4i..4i+3]):
+//   dimensions 4m..4m+3 of slot j adjacent, at (m * block_size + j) * 4 + d % 4
+// so one 64-byte load is 16 keys x 4 dimensions. Needs head_dim % 4 == 0.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +37,10 @@ inline int64_t bf16_key_index(int64_t d, int64_t slot, int64_t block_size) {
 }
 inline int64_t bf16_value_index(int64_t slot, int64_t d, int64_t head_dim) {
   return ((slot >> 1) * head_dim + d) * 2 + (slot & 1);
+}
+
+inline int64_t q8_key_index(int64_t d, int64_t slot, int64_t block_size) {
+  return ((d >> 2) * block_size + slot) * 4 + (d & 3);
 }
 
 }  // namespace strata::kv_layout

@@ -56,8 +56,9 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
     for (auto& x : *buf) x = normal(rng);
   }
   // What the cache will hold (f16 and bf16 storage round K and V); bf16 attention rounds the
-  // query too, and its softmax weights (up to 2^-9 relative each: the looser bound). q8_0
-  // and q4_0 tiles are dequantized to bf16 and folded as bf16 tiles.
+  // query too, and its softmax weights (up to 2^-9 relative each: the looser bound). q4_0
+  // tiles are dequantized to bf16 and folded as bf16 tiles; q8_0 values likewise, while
+  // q8_0 keys are scored against the query quantized as the keys are (below).
   const bool bf16 = c.dtype == DType::BF16 || c.dtype == DType::Q8_0 || c.dtype == DType::Q4_0;
   auto stored = [&](float x) {
     return c.dtype == DType::F16 ? fp16_to_fp32(fp32_to_fp16(x))
@@ -102,6 +103,24 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
     }
   }
 
+  // q8_0 keys meet the query in int8: per group of 32 (or 16), scale max|q| / 127 and
+  // elements round(q * 127 / max|q|); the stored keys are not rounded to bf16.
+  std::vector<double> qq(q.begin(), q.end());
+  if (c.dtype == DType::Q8_0) {
+    const size_t gs = c.head_dim % 32 == 0 ? 32 : 16;
+    for (size_t g0 = 0; g0 < qq.size(); g0 += gs) {
+      float amax = 0;
+      for (size_t i = 0; i < gs; ++i) amax = std::max(amax, std::fabs(q[g0 + i]));
+      for (size_t i = 0; i < gs; ++i) {
+        qq[g0 + i] =
+            amax > 0 ? std::nearbyint(q[g0 + i] * (127.0f / amax)) * double(amax / 127.0f) : 0.0;
+      }
+    }
+  } else if (bf16) {
+    for (size_t i = 0; i < q.size(); ++i) qq[i] = stored(q[i]);
+  }
+  auto stored_key = [&](float x) { return c.dtype == DType::Q8_0 ? double(x) : stored(x); };
+
   write_kv(cache, 0, batch, k.data(), v.data());
   ThreadPool pool(2);
   AttentionScratch scratch;
@@ -124,9 +143,8 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
       for (int64_t j = 0; j <= pos; ++j) {
         double dot = 0;
         for (int64_t d = 0; d < c.head_dim; ++d) {
-          const float qd = q[size_t(t * q_dim + h * c.head_dim + d)];
-          dot += double(bf16 ? stored(qd) : qd) *
-                 stored(ks[size_t((first + j) * kv_dim + g * c.head_dim + d)]);
+          dot += qq[size_t(t * q_dim + h * c.head_dim + d)] *
+                 stored_key(ks[size_t((first + j) * kv_dim + g * c.head_dim + d)]);
         }
         w[size_t(j)] = dot * shape.scale;
         mx = std::max(mx, w[size_t(j)]);

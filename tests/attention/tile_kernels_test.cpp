@@ -13,6 +13,7 @@
 
 #include "core/fp16.h"
 #include "kernels/quant/traits.h"
+#include "kv/kv_quant.h"
 #include "kv/tile_layout.h"
 
 namespace strata::attention {
@@ -62,7 +63,7 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
         const auto base = static_cast<size_t>(b * c.bs * c.hd);
         const float kv = kt[base + static_cast<size_t>(kv_layout::key_index(d, s, c.bs))];
         const float vv = vt[base + static_cast<size_t>(kv_layout::value_index(s, d, c.hd))];
-        if (elem == TileElem::bf16) {
+        if (elem == TileElem::bf16 || elem == TileElem::q8_keys) {
           kt16[base + static_cast<size_t>(kv_layout::bf16_key_index(d, s, c.bs))] =
               fp32_to_bf16(kv);
           vt16[base + static_cast<size_t>(kv_layout::bf16_value_index(s, d, c.hd))] =
@@ -73,6 +74,27 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
         }
       }
     }
+  }
+  // q8_keys: the keys quantized into q8_0 tiles (kv/kv_quant.h), the values bf16 pairs
+  // (made above), the query quantized by quantize_query_q8.
+  const int64_t q8_tile = c.bs * static_cast<int64_t>(kv_quant::row_bytes(DType::Q8_0, c.hd));
+  std::vector<uint8_t> kq8;
+  std::vector<int8_t> q8(q.size());
+  const int64_t n_groups = elem == TileElem::q8_keys ? c.hd / kv_quant::group_size(c.hd) : 0;
+  std::vector<float> q8_scale(static_cast<size_t>(c.n_q * n_groups));
+  std::vector<int32_t> q8_offset(q8_scale.size());
+  if (elem == TileElem::q8_keys) {
+    kq8.assign(static_cast<size_t>(n_blocks * q8_tile), 0);
+    std::vector<float> key(static_cast<size_t>(c.hd));
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      for (int64_t s = 0; s < c.bs; ++s) {
+        for (int64_t d = 0; d < c.hd; ++d)
+          key[static_cast<size_t>(d)] =
+              kt[static_cast<size_t>(b * c.bs * c.hd + kv_layout::key_index(d, s, c.bs))];
+        kv_quant::store_q8_0(kq8.data() + b * q8_tile, true, key.data(), s, c.bs, c.hd);
+      }
+    }
+    quantize_query_q8(q.data(), c.n_q, c.hd, q8.data(), q8_scale.data(), q8_offset.data());
   }
   const bool halves = elem != TileElem::f32;
   std::vector<float> mx(static_cast<size_t>(c.n_q), -INFINITY),
@@ -89,6 +111,7 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
     for (int b = 0; b < t.n_blocks; ++b) {
       const int64_t off = (b0 + b) * c.bs * c.hd;
       t.kt[b] = halves ? static_cast<const void*>(kt16.data() + off) : kt.data() + off;
+      if (elem == TileElem::q8_keys) t.kt[b] = kq8.data() + (b0 + b) * q8_tile;
       t.v[b] = halves ? static_cast<const void*>(vt16.data() + off) : vt.data() + off;
     }
     // The following blocks as prefetch hints, as paged attention gives them (they must not
@@ -102,6 +125,8 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
     t.next_bytes = c.bs * c.hd * (halves ? 2 : 4);
     const int64_t r0 = how.causal > 0 ? i0 * how.causal : 0;
     t.q = q.data() + r0 * c.hd;
+    if (elem == TileElem::q8_keys)
+      t.q8 = QueryQ8{q8.data(), q8_scale.data(), q8_offset.data()}.rows_from(r0, c.hd, n_groups);
     t.n_q = c.n_q - r0;
     t.elem = elem;
     t.block_size = c.bs;
@@ -208,6 +233,7 @@ const Folding kFoldings[] = {{1, true, 0}, {kMaxFoldBlocks, false, 0}, {3, true,
 std::vector<TileElem> elems(const Case& c) {
   std::vector<TileElem> e = {TileElem::f32, TileElem::f16};
   if (c.hd % 2 == 0 && c.bs % 2 == 0) e.push_back(TileElem::bf16);
+  if (c.hd % 16 == 0 && c.bs % 2 == 0) e.push_back(TileElem::q8_keys);
   return e;
 }
 
@@ -215,7 +241,7 @@ std::vector<TileElem> elems(const Case& c) {
 // bf16, and a weight whose exp differs by an ulp between them can round the other way
 // (2^-8 relative): the bound allows that; the exact tests below pin the arithmetic.
 float tolerance(TileElem e) {
-  return e == TileElem::bf16 ? 2e-3f : 1e-5f;
+  return e == TileElem::bf16 || e == TileElem::q8_keys ? 2e-3f : 1e-5f;
 }
 
 void expect_matches_reference(void (*fold)(const FoldTile&), const char* name) {
@@ -392,6 +418,40 @@ TEST(TileKernels, ReferenceBf16MatchesDoubleSoftmaxOfRoundedInputs) {
     const std::vector<double> want = double_softmax(c, q, k, v);
     for (size_t i = 0; i < want.size(); ++i) {
       // The weights' rounding to bf16 (2^-9 relative each) is the only loss.
+      ASSERT_NEAR(out[i], want[i], 8e-3) << "hd " << c.hd << " bs " << c.bs << " element " << i;
+    }
+  }
+}
+
+// q8_keys: the reference against softmax in double of the quantized query and keys (each
+// group's integers times its scale) and bf16 values; only the weights' rounding is lost.
+TEST(TileKernels, ReferenceQ8KeysMatchesDoubleSoftmaxOfQuantizedInputs) {
+  std::mt19937 rng(19);
+  // Per group of `group` elements: round(x * 127 / max|x|) times max|x| / 127, with the
+  // max and the scale as kv_quant::store_q8_0 (f16 scale) or quantize_query_q8 (float).
+  auto quantized = [](std::vector<float> x, int64_t group, bool f16_scale) {
+    for (size_t g0 = 0; g0 < x.size(); g0 += static_cast<size_t>(group)) {
+      float amax = 0;
+      for (int64_t i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[g0 + size_t(i)]));
+      const float s = f16_scale ? fp16_to_fp32(fp32_to_fp16(amax / 127.0f)) : amax / 127.0f;
+      for (int64_t i = 0; i < group; ++i) {
+        float& e = x[g0 + size_t(i)];
+        e = s > 0 ? std::nearbyint(f16_scale ? e * (1.0f / s) : e * (127.0f / amax)) * s : 0.0f;
+      }
+    }
+    return x;
+  };
+  for (const Case& c : cases()) {
+    if (c.hd % 16 != 0 || c.bs % 2 != 0) continue;
+    const int64_t group = kv_quant::group_size(c.hd);
+    const auto q = normals(rng, c.n_q * c.hd, 2.0f), k = normals(rng, c.n_keys * c.hd, 1.0f);
+    auto v = normals(rng, c.n_keys * c.hd, 1.0f);
+    for (auto& e : v) e = bf16_to_fp32(fp32_to_bf16(e));
+    const std::vector<float> out =
+        run(reference_tile_kernels().fold, c, q, k, v, TileElem::q8_keys);
+    const std::vector<double> want =
+        double_softmax(c, quantized(q, group, false), quantized(k, group, true), v);
+    for (size_t i = 0; i < want.size(); ++i) {
       ASSERT_NEAR(out[i], want[i], 8e-3) << "hd " << c.hd << " bs " << c.bs << " element " << i;
     }
   }
