@@ -91,15 +91,21 @@ struct Avx512Vec {
   }
   static F broadcast_lane(F v, int i) { return _mm512_permutexvar_ps(_mm512_set1_epi32(i), v); }
 
-  // For fold_q8_keys.h: vpdpbusd multiplies unsigned by signed bytes, so keys are read as
-  // k + 128 (the sign bit flipped) and each group's sum starts at QueryQ8::offset.
-  static constexpr int kQ8ScoreRows = 8;  // x 2 columns: 16 chains for vpdpbusd's latency
-  static constexpr bool kOffsetKeys = true;
+  // For fold_quant_keys.h: vpdpbusd multiplies unsigned by signed bytes, so q8_0 keys are
+  // read as k + 128 (the sign bit flipped) and q4_0 keys as their nibbles k + 8.
+  static constexpr int kQuantScoreRows = 8;  // x 2 columns: 16 chains for vpdpbusd's latency
+  static constexpr int32_t kQ8KeyOffset = 128;
   using I = __m512i;
   using Quads = __m512i;
   static I iset1(int32_t x) { return _mm512_set1_epi32(x); }
-  static Quads load_quads(const int8_t* p, Mask m) {
+  static Quads load_q8_quads(const int8_t* p, Mask m, int64_t) {
     return _mm512_xor_si512(_mm512_maskz_loadu_epi32(m, p), _mm512_set1_epi8(-128));
+  }
+  // 16 keys x 2 bytes (nibbles of dimensions 4m, 4m+1 | 4m+2, 4m+3, low first) to a byte
+  // per nibble: the bytes widened to 16 bits, then each lane's (x | x << 4) & 0x0f0f0f0f.
+  static Quads load_q4_quads(const uint8_t* p, Mask m, int64_t) {
+    const __m512i x = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi16(m, p));
+    return _mm512_ternarylogic_epi32(x, _mm512_slli_epi32(x, 4), _mm512_set1_epi8(0x0f), 0xA8);
   }
   static I dot4(I acc, Quads k, int32_t q4) {
     return _mm512_dpbusd_epi32(acc, k, _mm512_set1_epi32(q4));

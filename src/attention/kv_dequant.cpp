@@ -19,9 +19,8 @@ void dequant_ref(const uint8_t* tile, bool keys, int64_t bs, int64_t hd, uint16_
     for (int64_t d = 0; d < hd; ++d) {
       const float s =
           fp16_to_fp32(scales[kv_quant::scale_index(keys, d / group, slot, bs, n_groups)]);
-      const int64_t at = !keys              ? kv_layout::value_index(slot, d, hd)
-                         : T == DType::Q8_0 ? kv_layout::q8_key_index(d, slot, bs)
-                                            : kv_layout::key_index(d, slot, bs);
+      const int64_t at =
+          keys ? kv_layout::quad_key_index(d, slot, bs) : kv_layout::value_index(slot, d, hd);
       const int q = T == DType::Q4_0 ? kv_quant::get_nibble(tile, at) - 8
                                      : static_cast<int>(reinterpret_cast<const int8_t*>(tile)[at]);
       const int64_t to =

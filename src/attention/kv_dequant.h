@@ -1,11 +1,11 @@
 // Dequantization of quantized KV tiles (kv/kv_quant.h) into the bf16 tile layout the folds
-// read (kv/tile_layout.h: keys as dimension pairs, values as slot pairs), one (block, KV
-// head) tile at a time into per-thread scratch: paged attention dequantizes only the tiles
-// of the fold it is about to run and folds them as a bf16 cache's tiles (the AVX512_BF16
-// dot products where the CPU has them). q8_0 key tiles are folded as stored (int8 dot
-// products, TileElem::q8_keys); the SIMD versions hand them to the reference, which the
-// tests use to check the layout. Half the scratch traffic of f32 tiles: decode at
-// 16K context ran slower than with a bf16 cache when the tiles were dequantized to f32.
+// read (kv/tile_layout.h: values as slot pairs, keys as dimension pairs), one (block, KV
+// head) tile at a time into per-thread scratch: paged attention dequantizes only the value
+// tiles of the fold it is about to run and folds them as a bf16 cache's (the AVX512_BF16
+// dot products where the CPU has them). Key tiles are folded as stored (int8 dot products,
+// TileElem::q8_keys / q4_keys): the SIMD versions hand them to the reference, which the
+// tests use to check the layout. Half the scratch traffic of f32 tiles: decode at 16K
+// context ran slower than with a bf16 cache when the tiles were dequantized to f32.
 // Internal to attention/.
 //
 // Each element is q * scale (one f32 product, rounded once) rounded to bf16 (to nearest,

@@ -1,6 +1,6 @@
 // avx2 dequantization of q8_0 and q4_0 KV tiles into bf16 tiles (see kv_dequant.h): the
-// loops of kv_dequant_rows.h over two rows of 8 elements (keys: dimensions d, d + 1;
-// values: slots 2m, 2m + 1) per step.
+// loops of kv_dequant_rows.h over two rows of 8 elements (values: slots 2m, 2m + 1) per
+// step.
 #include <immintrin.h>
 
 #include <cstring>
@@ -40,9 +40,6 @@ struct V {
       x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + at));
     }
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x));
-  }
-  static vec load_scales(const uint16_t* p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
   static vec splat_scale(uint16_t h) { return _mm256_set1_ps(_cvtsh_ss(h)); }
   static vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }

@@ -1,7 +1,7 @@
 // The AVX-512 dequantization of q8_0 and q4_0 KV tiles into bf16 tiles (see kv_dequant.h),
 // shared by kv_dequant_avx512.cpp (bf16 rounding in integer arithmetic) and
 // kv_dequant_avx512bf16.cpp (AVX512_BF16's conversion): the loops of kv_dequant_rows.h
-// over two rows of 16 elements (keys: dimensions d, d + 1; values: slots 2m, 2m + 1) per
+// over two rows of 16 elements (values: slots 2m, 2m + 1) per
 // step. Include only from files compiled for AVX-512.
 #pragma once
 
@@ -18,9 +18,6 @@ namespace {  // NOLINT(google-build-namespaces)
 inline __m512 load_q(const int8_t* p) {
   return _mm512_cvtepi32_ps(
       _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
-inline __m512 load_scales(const uint16_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
 // 16 q4_0 elements from 8 bytes (low nibble first), as float q = nibble - 8.
@@ -50,7 +47,6 @@ struct V {
   static vec load(const uint8_t* q, int64_t at) {
     return load16<T>(q, at);
   }
-  static vec load_scales(const uint16_t* p) { return avx512_dequant::load_scales(p); }
   static vec splat_scale(uint16_t h) { return _mm512_set1_ps(_cvtsh_ss(h)); }
   static vec mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
   static vec zero() { return _mm512_setzero_ps(); }

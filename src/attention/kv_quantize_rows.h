@@ -38,7 +38,7 @@ void store_q8_0(uint8_t* tile, bool keys, const float* src, int64_t slot, int64_
     Ops::quantize(x, group, s > 0.0f ? 1.0f / s : 0.0f, -127.0f, 127.0f, 0, t);
     if (keys) {  // a group is whole dimension quads
       for (int64_t i = 0; i < group; i += 4) {
-        std::memcpy(q + kv_layout::q8_key_index(g * group + i, slot, bs), t + i, 4);
+        std::memcpy(q + kv_layout::quad_key_index(g * group + i, slot, bs), t + i, 4);
       }
     } else {
       std::memcpy(q + kv_layout::value_index(slot, g * group, hd), t, static_cast<size_t>(group));
@@ -61,10 +61,11 @@ void store_q4_0(uint8_t* tile, bool keys, const float* src, int64_t slot, int64_
     const float s = fp16_to_fp32(sh);
     Ops::quantize(x, group, s != 0.0f ? 1.0f / s : 0.0f, -8.0f, 7.0f, 8, t);
     scales[kv_quant::scale_index(keys, g, slot, bs, n_groups)] = sh;
-    if (keys) {
-      for (int64_t i = 0; i < group; ++i) {
-        kv_quant::set_nibble(tile, kv_layout::key_index(g * group + i, slot, bs),
-                             static_cast<uint8_t>(t[i]));
+    if (keys) {  // a slot's quad of dimensions is two whole bytes
+      for (int64_t i = 0; i < group; i += 4) {
+        uint8_t* dst = tile + kv_layout::quad_key_index(g * group + i, slot, bs) / 2;
+        dst[0] = static_cast<uint8_t>(t[i] | t[i + 1] << 4);
+        dst[1] = static_cast<uint8_t>(t[i + 2] | t[i + 3] << 4);
       }
       continue;
     }

@@ -27,13 +27,13 @@ constexpr int64_t kQueryTile = 16;
 
 // Scratch layout per thread, for a group of kQueryTile tokens x n_rep query heads (rows):
 // the group's query rows copied contiguous, scores (rows*fold_scratch_row(block_size)),
-// accumulators (rows*head_dim), running max and sum (one per row), and room for one
-// fold's K and V tiles in bf16 (kMaxFoldBlocks of each, dequant_tile_elems apiece), where
-// a quantized cache's tiles are dequantized before each fold, then, for a q8_0 cache, the
-// query rows quantized (QueryQ8: int8 rows, then a scale and an offset per row and group).
-// f32/f16/bf16 tiles and q8_0 keys are read in place.
+// accumulators (rows*head_dim), running max and sum (one per row), room for one fold's V
+// tiles in bf16 (kMaxFoldBlocks, dequant_tile_elems apiece), where a quantized cache's
+// values are dequantized before each fold, and the query rows quantized for its keys
+// (QueryQ8: int8 rows, then a scale and a sum per row and group). f32/f16/bf16 tiles and
+// quantized keys are read in place.
 struct ScratchLayout {
-  size_t q, scores, acc, max, sum, tiles, q8, q8_scale, q8_offset, total;
+  size_t q, scores, acc, max, sum, tiles, q8, q8_scale, q8_sum, total;
 };
 
 ScratchLayout layout(const AttentionShape& s, int64_t bs) {
@@ -47,12 +47,12 @@ ScratchLayout layout(const AttentionShape& s, int64_t bs) {
   l.tiles = l.sum + rows;
   // Two bf16 elements per float.
   l.q8 = l.tiles + static_cast<size_t>(attention::kMaxFoldBlocks *
-                                       attention::dequant_tile_elems(bs, s.head_dim));
+                                       attention::dequant_tile_elems(bs, s.head_dim) / 2);
   const int64_t group = kv_quant::group_size(s.head_dim);
   const size_t groups = group > 0 ? rows * static_cast<size_t>(s.head_dim / group) : 0;
   l.q8_scale = l.q8 + (rows * static_cast<size_t>(s.head_dim) + 3) / 4;  // 4 int8 per float
-  l.q8_offset = l.q8_scale + groups;
-  l.total = l.q8_offset + groups;
+  l.q8_sum = l.q8_scale + groups;
+  l.total = l.q8_sum + groups;
   return l;
 }
 
@@ -202,22 +202,20 @@ void AttentionPass::run_item(int64_t item, int tid) const {
   const ScratchLayout lay = layout(shape, bs);
   const attention::TileKernels& tk = tk_;
   const int64_t fold_blocks = tk.fold_blocks;
+  // A quantized cache's keys are folded as stored (int8 scores against the query quantized
+  // once per item), its values as bf16 tiles once dequantized.
   const bool quantized = kv_quant::quantized(cfg.dtype);
-  // q8_0 keys are folded as stored (int8 scores); other quantized tiles are folded as bf16
-  // tiles once dequantized.
-  const bool q8_keys = cfg.dtype == DType::Q8_0;
-  const attention::TileElem elem = cfg.dtype == DType::F16 ? attention::TileElem::f16
-                                   : q8_keys               ? attention::TileElem::q8_keys
-                                   : cfg.dtype == DType::BF16 || quantized
-                                       ? attention::TileElem::bf16
-                                       : attention::TileElem::f32;
+  const attention::TileElem elem = cfg.dtype == DType::F16    ? attention::TileElem::f16
+                                   : cfg.dtype == DType::BF16 ? attention::TileElem::bf16
+                                   : cfg.dtype == DType::Q8_0 ? attention::TileElem::q8_keys
+                                   : cfg.dtype == DType::Q4_0 ? attention::TileElem::q4_keys
+                                                              : attention::TileElem::f32;
   const size_t tile_bytes = cache.tile_bytes();
   const attention::DequantTile dequant =
       quantized ? attention::kv_dequant().of(cfg.dtype) : nullptr;
   float* buf = scratch_.thread_buffer(tid);
   const int64_t dq_elems = attention::dequant_tile_elems(bs, hd);
-  auto* ktiles = reinterpret_cast<uint16_t*>(buf + lay.tiles);
-  uint16_t* vtiles = ktiles + attention::kMaxFoldBlocks * dq_elems;
+  auto* vtiles = reinterpret_cast<uint16_t*>(buf + lay.tiles);
   float* qbuf = buf + lay.q;
   float* scores = buf + lay.scores;
   float* acc = buf + lay.acc;
@@ -225,8 +223,8 @@ void AttentionPass::run_item(int64_t item, int tid) const {
   float* sum = buf + lay.sum;
   auto* q8 = reinterpret_cast<int8_t*>(buf + lay.q8);
   float* q8_scale = buf + lay.q8_scale;
-  auto* q8_offset = reinterpret_cast<int32_t*>(buf + lay.q8_offset);
-  const int64_t n_q8_groups = q8_keys ? hd / kv_quant::group_size(hd) : 0;
+  auto* q8_sum = reinterpret_cast<int32_t*>(buf + lay.q8_sum);
+  const int64_t n_q8_groups = quantized ? hd / kv_quant::group_size(hd) : 0;
   int64_t nr = n_rep;  // query rows per token in the current item (its slice)
   auto fold = [&](std::span<const int32_t> table, int64_t g, int64_t bi0, int64_t j0, int64_t j1,
                   int64_t i0, int64_t i1, int64_t first_keys = 0, int64_t next0 = 0,
@@ -250,20 +248,15 @@ void AttentionPass::run_item(int64_t item, int tid) const {
       tile.kt[b] = cache.k_tile(layer, block, g);
       tile.v[b] = cache.v_tile(layer, block, g);
       if (quantized) {
-        // Dequantized here, one fold's tiles at a time, into this thread's scratch.
+        // Values dequantized here, one fold's tiles at a time, into this thread's scratch.
         uint16_t* vd = vtiles + b * dq_elems;
         dequant(static_cast<const uint8_t*>(tile.v[b]), false, bs, hd, vd);
         tile.v[b] = vd;
-        if (!q8_keys) {
-          uint16_t* kd = ktiles + b * dq_elems;
-          dequant(static_cast<const uint8_t*>(tile.kt[b]), true, bs, hd, kd);
-          tile.kt[b] = kd;
-        }
       }
     }
     tile.q = qbuf + i0 * nr * hd;
-    if (q8_keys)
-      tile.q8 = attention::QueryQ8{q8, q8_scale, q8_offset}.rows_from(i0 * nr, hd, n_q8_groups);
+    if (quantized)
+      tile.q8 = attention::QueryQ8{q8, q8_scale, q8_sum}.rows_from(i0 * nr, hd, n_q8_groups);
     tile.n_q = (i1 - i0) * nr;
     tile.elem = elem;
     tile.block_size = bs;
@@ -293,7 +286,7 @@ void AttentionPass::run_item(int64_t item, int tid) const {
     std::memcpy(qbuf + i * nr * hd, q + (t0 + i) * q_row + (g * n_rep + r0) * hd,
                 static_cast<size_t>(nr * hd) * sizeof(float));
   }
-  if (q8_keys) attention::quantize_query_q8(qbuf, n_group * nr, hd, q8, q8_scale, q8_offset);
+  if (quantized) attention::quantize_query_q8(qbuf, n_group * nr, hd, q8, q8_scale, q8_sum);
   std::fill(acc, acc + n_group * nr * hd, 0.0f);
   std::fill(mx, mx + n_group * nr, -std::numeric_limits<float>::infinity());
   std::fill(sum, sum + n_group * nr, 0.0f);

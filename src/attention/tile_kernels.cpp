@@ -90,20 +90,24 @@ float bf16_key_dot(const FoldTile& f, int64_t r, int64_t j) {
   return dot;
 }
 
-// q8_keys tiles: per group, the exact integer dot product of the quantized query row and
-// key j, times (query scale x key scale) rounded once, added by fma in group order.
-float q8_key_dot(const FoldTile& f, int64_t r, int64_t j) {
+// q8_keys / q4_keys tiles: per group, the exact integer dot product of the quantized query
+// row and key j, times (query scale x key scale) rounded once, added by fma in group order.
+template <DType T>
+float quant_key_dot(const FoldTile& f, int64_t r, int64_t j) {
   const int64_t hd = f.head_dim, bs = f.block_size, slot = j % bs;
   const int64_t group = kv_quant::group_size(hd), n_groups = hd / group;
   const auto* tile = static_cast<const uint8_t*>(f.kt[j / bs]);
-  const auto* k = reinterpret_cast<const int8_t*>(tile);
-  const auto* ks = reinterpret_cast<const uint16_t*>(tile + kv_quant::q8_scale_offset(bs, hd));
+  const auto* ks = reinterpret_cast<const uint16_t*>(tile + kv_quant::scale_offset(T, bs, hd));
+  auto key = [&](int64_t d) -> int32_t {
+    const int64_t at = kv_layout::quad_key_index(d, slot, bs);
+    if constexpr (T == DType::Q4_0) return kv_quant::get_nibble(tile, at) - 8;
+    return reinterpret_cast<const int8_t*>(tile)[at];
+  };
   const int8_t* q = f.q8.q + r * hd;
   float s = 0.0f;
   for (int64_t g = 0; g < n_groups; ++g) {
     int32_t dot = 0;
-    for (int64_t d = g * group; d < (g + 1) * group; ++d)
-      dot += int32_t{q[d]} * k[kv_layout::q8_key_index(d, slot, bs)];
+    for (int64_t d = g * group; d < (g + 1) * group; ++d) dot += int32_t{q[d]} * key(d);
     const float w = f.q8.scale[r * n_groups + g] * fp16_to_fp32(ks[g * bs + slot]);
     s = std::fma(static_cast<float>(dot), w, s);
   }
@@ -165,14 +169,16 @@ void fold_ref_any(const FoldTile& f) {
     case TileElem::bf16:
       return fold_ref_bf16<bf16_key_dot>(f);
     case TileElem::q8_keys:
-      return fold_ref_bf16<q8_key_dot>(f);
+      return fold_ref_bf16<quant_key_dot<DType::Q8_0>>(f);
+    case TileElem::q4_keys:
+      return fold_ref_bf16<quant_key_dot<DType::Q4_0>>(f);
   }
 }
 
 }  // namespace
 
 void quantize_query_q8(const float* x, int64_t n_rows, int64_t head_dim, int8_t* q, float* scale,
-                       int32_t* offset) {
+                       int32_t* sum) {
   const int64_t group = kv_quant::group_size(head_dim), n_groups = head_dim / group;
   for (int64_t r = 0; r < n_rows; ++r) {
     for (int64_t g = 0; g < n_groups; ++g) {
@@ -180,17 +186,17 @@ void quantize_query_q8(const float* x, int64_t n_rows, int64_t head_dim, int8_t*
       float amax = 0.0f;
       for (int64_t i = 0; i < group; ++i) amax = std::fmax(amax, std::fabs(x[at + i]));
       const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-      int32_t sum = 0;
+      int32_t total = 0;
       for (int64_t i = 0; i < group; ++i) {
         float y = x[at + i] * inv;
         y = y == y ? std::fmin(127.0f, std::fmax(-127.0f, y)) : 0.0f;
         // To the nearest integer, ties to even (the default rounding of this add).
         const float rounded = (y + 0x1.8p23f) - 0x1.8p23f;
         q[at + i] = static_cast<int8_t>(rounded);
-        sum += static_cast<int32_t>(rounded);
+        total += static_cast<int32_t>(rounded);
       }
       scale[r * n_groups + g] = amax / 127.0f;
-      offset[r * n_groups + g] = -128 * sum;
+      sum[r * n_groups + g] = total;
     }
   }
 }

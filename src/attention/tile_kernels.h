@@ -11,10 +11,10 @@
 //
 // bf16 tiles are computed as bf16 dot products (AVX512_BF16 where the CPU has it): the
 // query and the softmax weights p are rounded to bf16 too, products are exact and sums
-// are f32. q8_keys tiles (a q8_0 cache) score int8 keys against the query quantized the
-// same way (QueryQ8): each group's dot product is exact integer arithmetic (VNNI where the
-// CPU has it), scaled by the two scales; their values are bf16 tiles. Everywhere else the
-// arithmetic is f32.
+// are f32. q8_keys and q4_keys tiles (q8_0 and q4_0 caches) score the keys as stored
+// against the query quantized to int8 (QueryQ8): each group's dot product is exact integer
+// arithmetic (VNNI where the CPU has it), scaled by the two scales; their values are bf16
+// tiles. Everywhere else the arithmetic is f32.
 #pragma once
 
 #include <cstdint>
@@ -29,31 +29,33 @@ namespace strata::attention {
 // faster on 64 keys than on 16 at a prefill group's 128 rows.
 constexpr int kMaxFoldBlocks = 8;
 
-// q8_keys: keys as a q8_0 cache stores them (int8 dimension quads and f16 scales, see
-// kv/kv_quant.h), values as bf16 pairs (the cache's q8_0 values dequantized).
-enum class TileElem : uint8_t { f32, f16, bf16, q8_keys };
+// q8_keys / q4_keys: keys as a q8_0 / q4_0 cache stores them (int8 or nibble dimension
+// quads and f16 scales, see kv/kv_quant.h), values as bf16 pairs (the cache's values
+// dequantized).
+enum class TileElem : uint8_t { f32, f16, bf16, q8_keys, q4_keys };
 
-// The query rows of a fold over q8_keys tiles, quantized by quantize_query_q8: per row,
-// head_dim int8 elements, and per group of the keys' groups (kv_quant::group_size) the
-// scale and -128 times the sum of the group's elements (the int8 dot product reads keys
-// as unsigned bytes k + 128; this term takes the 128s out again).
+// The query rows of a fold over q8_keys or q4_keys tiles, quantized by quantize_query_q8:
+// per row, head_dim int8 elements, and per group of the keys' groups
+// (kv_quant::group_size) the scale and the sum of the group's elements (the int8 dot
+// product reads keys as unsigned bytes, k + 128 or the q4_0 nibble k + 8; the sum takes
+// the offset out again).
 struct QueryQ8 {
-  const int8_t* q = nullptr;        // n_q rows of head_dim
-  const float* scale = nullptr;     // n_q rows of head_dim / group
-  const int32_t* offset = nullptr;  // n_q rows of head_dim / group
+  const int8_t* q = nullptr;     // n_q rows of head_dim
+  const float* scale = nullptr;  // n_q rows of head_dim / group
+  const int32_t* sum = nullptr;  // n_q rows of head_dim / group
 
   QueryQ8 rows_from(int64_t r, int64_t head_dim, int64_t n_groups) const {
-    return {q + r * head_dim, scale + r * n_groups, offset + r * n_groups};
+    return {q + r * head_dim, scale + r * n_groups, sum + r * n_groups};
   }
 };
 
-// Quantizes n_rows rows of head_dim (a multiple of 16) for q8_keys tiles, in groups of
-// kv_quant::group_size(head_dim): scale = max|x| / 127, q = x * (127 / max|x|) rounded to
-// the nearest integer, ties to even (0 for an all-zero group); NaNs count as 0 in the max.
-// As llama.cpp quantizes the query to its q8_0 cache's type. One implementation, so every
+// Quantizes n_rows rows of head_dim (a multiple of 16) for q8_keys and q4_keys tiles, in
+// groups of kv_quant::group_size(head_dim): scale = max|x| / 127, q = x * (127 / max|x|)
+// rounded to the nearest integer, ties to even (0 for an all-zero group); NaNs count as 0.
+// As llama.cpp quantizes the query for its quantized caches. One implementation, so every
 // kernel set sees the same bytes.
 void quantize_query_q8(const float* x, int64_t n_rows, int64_t head_dim, int8_t* q, float* scale,
-                       int32_t* offset);
+                       int32_t* sum);
 
 struct FoldTile {
   const float* q = nullptr;  // n_q rows of head_dim
@@ -75,7 +77,7 @@ struct FoldTile {
   int64_t rows_per_token = 0;
   int64_t first_row_keys = 0;  // keys of the first token's rows
   float scale = 1.0f;
-  QueryQ8 q8;  // q8_keys tiles only: the n_q rows of q, quantized
+  QueryQ8 q8;  // q8_keys and q4_keys tiles only: the n_q rows of q, quantized
   // Optional: tiles the caller folds next (n_next of next_bytes each), which the fold
   // prefetches a cache line at a time between its own loads, so that their memory traffic
   // overlaps its arithmetic.

@@ -1,7 +1,7 @@
 // AVX2+FMA tile fold (see tile_kernels.h and fold_simd.h): 8 keys per register.
 #include <immintrin.h>
 
-#include "attention/fold_q8_keys.h"
+#include "attention/fold_quant_keys.h"
 #include "attention/fold_simd.h"
 #include "attention/tile_kernels.h"
 #include "kernels/cpu/simd_avx2.h"
@@ -73,19 +73,33 @@ struct Avx2Vec : kernels::simd::Avx2Float {
     return _mm_cvtss_f32(s);
   }
 
-  // For fold_q8_keys.h: AVX2 has no byte dot product that cannot saturate, so each lane's
-  // key bytes are sign-extended to 16 bits (bytes 0 and 2, bytes 1 and 3) and multiplied
-  // by vpmaddwd, which sums pairs of products exactly.
-  static constexpr int kQ8ScoreRows = 4;  // x 2 columns: 8 chains and 4 key registers
-  static constexpr bool kOffsetKeys = false;
+  // For fold_quant_keys.h: AVX2 has no byte dot product that cannot saturate, so each
+  // lane's key bytes are widened to 16 bits (bytes 0 and 2, bytes 1 and 3) and multiplied
+  // by vpmaddwd, which sums pairs of products exactly; q8_0 keys signed as stored, q4_0 keys
+  // as their nibbles k + 8.
+  static constexpr int kQuantScoreRows = 4;  // x 2 columns: 8 chains and 4 key registers
+  static constexpr int32_t kQ8KeyOffset = 0;
   using I = __m256i;
   struct Quads {
     __m256i even, odd;
   };
   static I iset1(int32_t x) { return _mm256_set1_epi32(x); }
-  static Quads load_quads(const int8_t* p, Mask m) {
+  static Quads load_q8_quads(const int8_t* p, Mask m, int64_t) {
     const __m256i x = _mm256_maskload_epi32(reinterpret_cast<const int*>(p), m);
     return {_mm256_srai_epi16(_mm256_slli_epi16(x, 8), 8), _mm256_srai_epi16(x, 8)};
+  }
+  // 8 keys x 2 bytes: byte 2i holds dimensions 4m, 4m+1 of key i, byte 2i+1 4m+2, 4m+3.
+  static Quads load_q4_quads(const uint8_t* p, Mask, int64_t n_valid) {
+    __m128i b;
+    if (n_valid >= W) {
+      b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    } else {
+      alignas(16) uint8_t tmp[16] = {};  // AVX2 has no masked byte load: copy the valid keys
+      for (int64_t i = 0; i < 2 * n_valid; ++i) tmp[i] = p[i];
+      b = _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
+    }
+    const __m256i x = _mm256_cvtepu8_epi16(b), low = _mm256_set1_epi16(0x0f);
+    return {_mm256_and_si256(x, low), _mm256_and_si256(_mm256_srli_epi16(x, 4), low)};
   }
   static I dot4(I acc, const Quads& k, int32_t q4) {
     auto pair = [](int32_t lo, int32_t hi) {  // two signed bytes as 16-bit words
@@ -103,7 +117,8 @@ struct Avx2Vec : kernels::simd::Avx2Float {
 }  // namespace
 
 void fold(const FoldTile& tile) {
-  if (tile.elem == TileElem::q8_keys) return simd::fold_q8_keys_widened<Avx2Vec>(tile);
+  if (tile.elem == TileElem::q8_keys || tile.elem == TileElem::q4_keys)
+    return simd::fold_quant_keys_widened<Avx2Vec>(tile);
   simd::fold<Avx2Vec>(tile);
 }
 

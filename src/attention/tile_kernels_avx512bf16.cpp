@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "attention/avx512_vec.h"
-#include "attention/fold_q8_keys.h"
+#include "attention/fold_quant_keys.h"
 #include "attention/fold_simd.h"
 #include "attention/tile_kernels.h"
 
@@ -273,9 +273,12 @@ void fold_bf16(const FoldTile& f) {
 }  // namespace
 
 void fold(const FoldTile& tile) {
-  // q8_keys: int8 scores (fold_q8_keys.h), then this fold's bf16 softmax and value passes.
+  // Quantized keys: int8 scores (fold_quant_keys.h), then this fold's bf16 softmax and
+  // value passes.
   if (tile.elem == TileElem::q8_keys)
-    return simd::fold_elems<V>(tile, simd::Q8KeyDots<V, Bf16Dots>{{nullptr}});
+    return simd::fold_elems<V>(tile, simd::QuantKeyDots<V, simd::Q8Keys, Bf16Dots>{{nullptr}});
+  if (tile.elem == TileElem::q4_keys)
+    return simd::fold_elems<V>(tile, simd::QuantKeyDots<V, simd::Q4Keys, Bf16Dots>{{nullptr}});
   if (tile.elem != TileElem::bf16) return avx512::fold(tile);
   fold_bf16(tile);
 }

@@ -11,17 +11,18 @@
 //         truncates x / scale + 8.5).
 // Dequantized, an element is q * scale, one product rounded once.
 // A tile is bs * head_dim elements (int8, or nibbles two to a byte), then the f16 scales:
-//   keys:   element (d, slot) at q8_key_index(d, slot) for q8_0 (dimension quads, the
-//           int8 dot product's operand), at key_index(d, slot) for q4_0 (transposed, as
-//           f32 keys); scale of (group g, slot) at g * block_size + slot, so one group of
-//           16 keys has a vector of 16 scales;
+//   keys:   element (d, slot) at quad_key_index(d, slot) (dimension quads, the int8 dot
+//           product's operand: a slot's four dimensions in 4 bytes or 2 bytes of nibbles);
+//           scale of (group g, slot) at g * block_size + slot, so one group of 16 keys has
+//           a vector of 16 scales;
 //   values: element (slot, d) at value_index(slot, d) (row-major), scale at
 //           slot * (head_dim / group) + g, so the dimensions of one group share one scale.
 // q4_0 element i is the low nibble of byte i / 2 when i is even, the high one when odd:
-// two adjacent keys of one dimension (keys), or two adjacent dimensions of one value.
-// Attention folds q8_0 keys as stored, scoring a query quantized the same way with int8
-// dot products (attention/query_q8.h), and dequantizes the other tiles of a fold (<=
-// kMaxFoldBlocks blocks) into per-thread bf16 scratch in the bf16 tile layout
+// dimensions 4m, 4m+1 or 4m+2, 4m+3 of one key (keys), or two adjacent dimensions of one
+// value.
+// Attention folds the keys as stored, scoring them against the query quantized to int8
+// with int8 dot products (attention/tile_kernels.h QueryQ8), and dequantizes the values of
+// a fold (<= kMaxFoldBlocks blocks) into per-thread bf16 scratch in the bf16 tile layout
 // (attention/kv_dequant.h); there is no dequantized copy of the cache. The write path quantizes
 // with the SIMD versions of the store_* references below (attention/kv_quantize.h), which give the
 // same bytes. Needs head_dim % 16 == 0 (group_size), and for q4_0 an even block_size.
@@ -94,7 +95,7 @@ inline void store_q8_0(uint8_t* tile, bool keys, const float* src, int64_t slot,
       float r = std::nearbyint(src[d] * inv);
       r = std::fmin(127.0f, std::fmax(-127.0f, r));
       const int64_t at =
-          keys ? kv_layout::q8_key_index(d, slot, bs) : kv_layout::value_index(slot, d, hd);
+          keys ? kv_layout::quad_key_index(d, slot, bs) : kv_layout::value_index(slot, d, hd);
       q[at] = static_cast<int8_t>(r);
     }
     scales[scale_index(keys, g, slot, bs, n_groups)] = sh;
@@ -145,7 +146,7 @@ inline void store_q4_0(uint8_t* tile, bool keys, const float* src, int64_t slot,
     for (int64_t i = 0; i < kGroup; ++i) {
       const int64_t d = g * kGroup + i;
       const int64_t at =
-          keys ? kv_layout::key_index(d, slot, bs) : kv_layout::value_index(slot, d, hd);
+          keys ? kv_layout::quad_key_index(d, slot, bs) : kv_layout::value_index(slot, d, hd);
       set_nibble(tile, at, q4_0_nibble(src[d], inv));
     }
   }

@@ -39,7 +39,7 @@ inline int64_t bf16_value_index(int64_t slot, int64_t d, int64_t head_dim) {
   return ((slot >> 1) * head_dim + d) * 2 + (slot & 1);
 }
 
-inline int64_t q8_key_index(int64_t d, int64_t slot, int64_t block_size) {
+inline int64_t quad_key_index(int64_t d, int64_t slot, int64_t block_size) {
   return ((d >> 2) * block_size + slot) * 4 + (d & 3);
 }
 

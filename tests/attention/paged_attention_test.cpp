@@ -56,9 +56,9 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
     for (auto& x : *buf) x = normal(rng);
   }
   // What the cache will hold (f16 and bf16 storage round K and V); bf16 attention rounds the
-  // query too, and its softmax weights (up to 2^-9 relative each: the looser bound). q4_0
-  // tiles are dequantized to bf16 and folded as bf16 tiles; q8_0 values likewise, while
-  // q8_0 keys are scored against the query quantized as the keys are (below).
+  // query too, and its softmax weights (up to 2^-9 relative each: the looser bound). q8_0
+  // and q4_0 values are dequantized to bf16 and folded as bf16 tiles, while their keys are
+  // scored against the query quantized to int8 (below).
   const bool bf16 = c.dtype == DType::BF16 || c.dtype == DType::Q8_0 || c.dtype == DType::Q4_0;
   auto stored = [&](float x) {
     return c.dtype == DType::F16 ? fp16_to_fp32(fp32_to_fp16(x))
@@ -103,10 +103,11 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
     }
   }
 
-  // q8_0 keys meet the query in int8: per group of 32 (or 16), scale max|q| / 127 and
-  // elements round(q * 127 / max|q|); the stored keys are not rounded to bf16.
+  // q8_0 and q4_0 keys meet the query in int8: per group of 32 (or 16), scale max|q| / 127
+  // and elements round(q * 127 / max|q|); the stored keys are not rounded to bf16.
+  const bool quant = c.dtype == DType::Q8_0 || c.dtype == DType::Q4_0;
   std::vector<double> qq(q.begin(), q.end());
-  if (c.dtype == DType::Q8_0) {
+  if (quant) {
     const size_t gs = c.head_dim % 32 == 0 ? 32 : 16;
     for (size_t g0 = 0; g0 < qq.size(); g0 += gs) {
       float amax = 0;
@@ -119,7 +120,7 @@ TEST_P(PagedAttentionTest, MatchesNaiveAttention) {
   } else if (bf16) {
     for (size_t i = 0; i < q.size(); ++i) qq[i] = stored(q[i]);
   }
-  auto stored_key = [&](float x) { return c.dtype == DType::Q8_0 ? double(x) : stored(x); };
+  auto stored_key = [&](float x) { return quant ? double(x) : stored(x); };
 
   write_kv(cache, 0, batch, k.data(), v.data());
   ThreadPool pool(2);

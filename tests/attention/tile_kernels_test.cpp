@@ -44,6 +44,7 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
                        const std::vector<float>& keys, const std::vector<float>& vals,
                        TileElem elem = TileElem::f32, Folding how = {}) {
   const int64_t n_blocks = (c.n_keys + c.bs - 1) / c.bs;
+  const bool quant_keys = elem == TileElem::q8_keys || elem == TileElem::q4_keys;
   std::vector<float> kt(static_cast<size_t>(n_blocks * c.bs * c.hd), 7.0f);
   std::vector<float> vt(kt.size(), 7.0f);
   for (int64_t j = 0; j < c.n_keys; ++j) {
@@ -63,7 +64,7 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
         const auto base = static_cast<size_t>(b * c.bs * c.hd);
         const float kv = kt[base + static_cast<size_t>(kv_layout::key_index(d, s, c.bs))];
         const float vv = vt[base + static_cast<size_t>(kv_layout::value_index(s, d, c.hd))];
-        if (elem == TileElem::bf16 || elem == TileElem::q8_keys) {
+        if (elem == TileElem::bf16 || quant_keys) {
           kt16[base + static_cast<size_t>(kv_layout::bf16_key_index(d, s, c.bs))] =
               fp32_to_bf16(kv);
           vt16[base + static_cast<size_t>(kv_layout::bf16_value_index(s, d, c.hd))] =
@@ -75,15 +76,16 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
       }
     }
   }
-  // q8_keys: the keys quantized into q8_0 tiles (kv/kv_quant.h), the values bf16 pairs
-  // (made above), the query quantized by quantize_query_q8.
-  const int64_t q8_tile = c.bs * static_cast<int64_t>(kv_quant::row_bytes(DType::Q8_0, c.hd));
+  // q8_keys / q4_keys: the keys quantized into q8_0 / q4_0 tiles (kv/kv_quant.h), the
+  // values bf16 pairs (made above), the query quantized by quantize_query_q8.
+  const DType key_type = elem == TileElem::q4_keys ? DType::Q4_0 : DType::Q8_0;
+  const int64_t q8_tile = c.bs * static_cast<int64_t>(kv_quant::row_bytes(key_type, c.hd));
   std::vector<uint8_t> kq8;
   std::vector<int8_t> q8(q.size());
-  const int64_t n_groups = elem == TileElem::q8_keys ? c.hd / kv_quant::group_size(c.hd) : 0;
+  const int64_t n_groups = quant_keys ? c.hd / kv_quant::group_size(c.hd) : 0;
   std::vector<float> q8_scale(static_cast<size_t>(c.n_q * n_groups));
-  std::vector<int32_t> q8_offset(q8_scale.size());
-  if (elem == TileElem::q8_keys) {
+  std::vector<int32_t> q8_sum(q8_scale.size());
+  if (quant_keys) {
     kq8.assign(static_cast<size_t>(n_blocks * q8_tile), 0);
     std::vector<float> key(static_cast<size_t>(c.hd));
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -91,10 +93,10 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
         for (int64_t d = 0; d < c.hd; ++d)
           key[static_cast<size_t>(d)] =
               kt[static_cast<size_t>(b * c.bs * c.hd + kv_layout::key_index(d, s, c.bs))];
-        kv_quant::store_q8_0(kq8.data() + b * q8_tile, true, key.data(), s, c.bs, c.hd);
+        kv_quant::store(key_type, kq8.data() + b * q8_tile, true, key.data(), s, c.bs, c.hd);
       }
     }
-    quantize_query_q8(q.data(), c.n_q, c.hd, q8.data(), q8_scale.data(), q8_offset.data());
+    quantize_query_q8(q.data(), c.n_q, c.hd, q8.data(), q8_scale.data(), q8_sum.data());
   }
   const bool halves = elem != TileElem::f32;
   std::vector<float> mx(static_cast<size_t>(c.n_q), -INFINITY),
@@ -111,7 +113,7 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
     for (int b = 0; b < t.n_blocks; ++b) {
       const int64_t off = (b0 + b) * c.bs * c.hd;
       t.kt[b] = halves ? static_cast<const void*>(kt16.data() + off) : kt.data() + off;
-      if (elem == TileElem::q8_keys) t.kt[b] = kq8.data() + (b0 + b) * q8_tile;
+      if (quant_keys) t.kt[b] = kq8.data() + (b0 + b) * q8_tile;
       t.v[b] = halves ? static_cast<const void*>(vt16.data() + off) : vt.data() + off;
     }
     // The following blocks as prefetch hints, as paged attention gives them (they must not
@@ -125,8 +127,8 @@ std::vector<float> run(void (*fold)(const FoldTile&), const Case& c, const std::
     t.next_bytes = c.bs * c.hd * (halves ? 2 : 4);
     const int64_t r0 = how.causal > 0 ? i0 * how.causal : 0;
     t.q = q.data() + r0 * c.hd;
-    if (elem == TileElem::q8_keys)
-      t.q8 = QueryQ8{q8.data(), q8_scale.data(), q8_offset.data()}.rows_from(r0, c.hd, n_groups);
+    if (quant_keys)
+      t.q8 = QueryQ8{q8.data(), q8_scale.data(), q8_sum.data()}.rows_from(r0, c.hd, n_groups);
     t.n_q = c.n_q - r0;
     t.elem = elem;
     t.block_size = c.bs;
@@ -233,7 +235,10 @@ const Folding kFoldings[] = {{1, true, 0}, {kMaxFoldBlocks, false, 0}, {3, true,
 std::vector<TileElem> elems(const Case& c) {
   std::vector<TileElem> e = {TileElem::f32, TileElem::f16};
   if (c.hd % 2 == 0 && c.bs % 2 == 0) e.push_back(TileElem::bf16);
-  if (c.hd % 16 == 0 && c.bs % 2 == 0) e.push_back(TileElem::q8_keys);
+  if (c.hd % 16 == 0 && c.bs % 2 == 0) {
+    e.push_back(TileElem::q8_keys);
+    e.push_back(TileElem::q4_keys);
+  }
   return e;
 }
 
@@ -241,7 +246,7 @@ std::vector<TileElem> elems(const Case& c) {
 // bf16, and a weight whose exp differs by an ulp between them can round the other way
 // (2^-8 relative): the bound allows that; the exact tests below pin the arithmetic.
 float tolerance(TileElem e) {
-  return e == TileElem::bf16 || e == TileElem::q8_keys ? 2e-3f : 1e-5f;
+  return e == TileElem::f32 || e == TileElem::f16 ? 1e-5f : 2e-3f;
 }
 
 void expect_matches_reference(void (*fold)(const FoldTile&), const char* name) {
