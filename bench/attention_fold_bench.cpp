@@ -8,6 +8,8 @@
 // (f32: 128 MiB) streams from memory, with the next fold's tiles prefetched as paged
 // attention does (FoldTile::next).
 //
+// Element types: f32, f16, bf16 tiles, and q8_keys / q4_keys (a q8_0 / q4_0 cache's keys as
+// stored, with bf16 values: the fold after paged attention has dequantized the values).
 // Counters: `flops` = 2 x 2 x rows x keys x head_dim (scores and values) as a rate,
 // `kv` = K/V bytes read as a rate.
 // Usage: attention_fold_bench [google benchmark flags]
@@ -24,10 +26,12 @@
 #include "core/fp16.h"
 #include "core/huge_buffer.h"
 #include "kernels/quant/traits.h"
+#include "kv/kv_quant.h"
 #include "tools/isa_env.h"
 
 namespace {
 
+using strata::DType;
 using strata::attention::FoldTile;
 using strata::attention::TileElem;
 
@@ -38,12 +42,23 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
   const int64_t kRows = n_rows;
   const size_t esz = elem == TileElem::f32 ? 4 : 2;
   const size_t tile_bytes = static_cast<size_t>(kBlock * kHeadDim) * esz;
-  strata::HugePageBuffer k(tile_bytes * static_cast<size_t>(blocks)), v(k.size());
+  // q8_keys / q4_keys: keys as a q8_0 / q4_0 cache stores them, values as bf16 tiles: one
+  // fold's, kept in L1 as paged attention's scratch is (the dequantization into it is not
+  // timed here), while the cache's quantized value tiles are prefetched as the fold goes.
+  const bool quant = elem == TileElem::q8_keys || elem == TileElem::q4_keys;
+  const DType key_type = elem == TileElem::q4_keys ? DType::Q4_0 : DType::Q8_0;
+  const size_t key_bytes =
+      quant ? static_cast<size_t>(kBlock) * strata::kv_quant::row_bytes(key_type, kHeadDim)
+            : tile_bytes;
+  strata::HugePageBuffer k(key_bytes * static_cast<size_t>(blocks)),
+      v(tile_bytes * static_cast<size_t>(blocks)), vq(quant ? k.size() : 0);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
-  for (size_t i = 0; i < k.size() / esz; ++i) {
+  for (size_t i = 0; i < v.size() / esz; ++i) {
     const float a = normal(rng), b = normal(rng);
-    if (elem == TileElem::f16) {
+    if (quant) {
+      reinterpret_cast<uint16_t*>(v.data())[i] = strata::fp32_to_bf16(b);
+    } else if (elem == TileElem::f16) {
       reinterpret_cast<uint16_t*>(k.data())[i] = strata::fp32_to_fp16(a);
       reinterpret_cast<uint16_t*>(v.data())[i] = strata::fp32_to_fp16(b);
     } else if (elem == TileElem::bf16) {
@@ -54,10 +69,26 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
       reinterpret_cast<float*>(v.data())[i] = b;
     }
   }
+  if (quant) {
+    std::vector<float> key(kHeadDim);
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int64_t slot = 0; slot < kBlock; ++slot) {
+        for (auto& x : key) x = normal(rng);
+        strata::kv_quant::store(key_type, k.data() + static_cast<size_t>(b) * key_bytes, true,
+                                key.data(), slot, kBlock, kHeadDim);
+      }
+    }
+  }
   const auto rows = static_cast<size_t>(kRows);
   std::vector<float> q(rows * kHeadDim), acc(rows * kHeadDim), mx(rows), sum(rows),
       p(rows * strata::attention::fold_scratch_row(kBlock));
   for (auto& x : q) x = normal(rng);
+  const int64_t n_groups = kHeadDim / strata::kv_quant::group_size(kHeadDim);
+  std::vector<int8_t> q8(q.size());
+  std::vector<float> q8_scale(rows * static_cast<size_t>(n_groups));
+  std::vector<int32_t> q8_sum(q8_scale.size());
+  strata::attention::quantize_query_q8(q.data(), kRows, kHeadDim, q8.data(), q8_scale.data(),
+                                       q8_sum.data());
   int64_t b = 0;
   for (auto _ : state) {
     if (b == 0) {  // a new pass over the context
@@ -69,16 +100,18 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
     const int64_t next = (b + kPer) % blocks;
     FoldTile t;
     for (int64_t nb = next; nb < next + kPer; ++nb) {  // prefetched as the fold goes
-      t.next[t.n_next++] = k.data() + static_cast<size_t>(nb) * tile_bytes;
-      t.next[t.n_next++] = v.data() + static_cast<size_t>(nb) * tile_bytes;
+      t.next[t.n_next++] = k.data() + static_cast<size_t>(nb) * key_bytes;
+      t.next[t.n_next++] = quant ? vq.data() + static_cast<size_t>(nb) * key_bytes
+                                 : v.data() + static_cast<size_t>(nb) * tile_bytes;
     }
-    t.next_bytes = static_cast<int64_t>(tile_bytes);
+    t.next_bytes = static_cast<int64_t>(key_bytes);
     t.q = q.data();
+    t.q8 = {q8.data(), q8_scale.data(), q8_sum.data()};
     t.n_q = kRows;
     t.n_blocks = static_cast<int>(kPer);
     for (int64_t i = 0; i < kPer; ++i) {
-      t.kt[i] = k.data() + static_cast<size_t>(b + i) * tile_bytes;
-      t.v[i] = v.data() + static_cast<size_t>(b + i) * tile_bytes;
+      t.kt[i] = k.data() + static_cast<size_t>(b + i) * key_bytes;
+      t.v[i] = v.data() + static_cast<size_t>(quant ? i : b + i) * tile_bytes;
     }
     t.elem = elem;
     t.block_size = kBlock;
@@ -98,7 +131,8 @@ void bm_fold(benchmark::State& state, const strata::attention::TileKernels* kern
   state.counters["flops"] =
       benchmark::Counter(4.0 * per * static_cast<double>(kRows * kBlock * kHeadDim),
                          benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["kv"] = benchmark::Counter(2.0 * per * static_cast<double>(tile_bytes),
+  // Quantized: the bytes of the cache's K and V tiles (V as q8_0 / q4_0 too).
+  state.counters["kv"] = benchmark::Counter(2.0 * per * static_cast<double>(key_bytes),
                                             benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -115,8 +149,11 @@ int main(int argc, char** argv) {
   if (isa >= strata::kernels::KernelIsa::avx2) sets.push_back(&avx2);
   if (isa >= strata::kernels::KernelIsa::avx512_vnni) sets.push_back(&avx512);
   if (strata::kernels::cpu_has_avx512_bf16()) sets.push_back(&avx512bf16);
-  const std::pair<TileElem, const char*> elems[] = {
-      {TileElem::f32, "f32"}, {TileElem::f16, "f16"}, {TileElem::bf16, "bf16"}};
+  const std::pair<TileElem, const char*> elems[] = {{TileElem::f32, "f32"},
+                                                    {TileElem::f16, "f16"},
+                                                    {TileElem::bf16, "bf16"},
+                                                    {TileElem::q8_keys, "q8_keys"},
+                                                    {TileElem::q4_keys, "q4_keys"}};
   for (const TileKernels* k : sets) {
     for (const auto& [elem, elem_name] : elems) {
       for (int64_t blocks : {static_cast<int64_t>(k->fold_blocks), int64_t{512}, int64_t{16384}}) {

@@ -20,6 +20,7 @@
 // header).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -63,12 +64,35 @@ inline int32_t load_quad(const int8_t* p) {
   return x;
 }
 
-// Scores of R rows of q against C key columns: per group of the keys' scales, one int32
-// chain per (row, column) over the group's dimension quads, then s = fma(float(sum),
-// query scale x key scale, s) through the score rows (masked: a short column's spare lanes
-// are the next column's keys), times f.scale after the last group.
-template <class V, class Keys, int R, int C>
-inline void quant_scores_tile(const FoldTile& f, const QueryQ8& q,
+// Folds of a longer head_dim go to the reference (the model's shape: every fold alike).
+constexpr int64_t kMaxQuantHeadDim = 256;
+
+// The query rows of one score pass (up to R), laid out for it: quad i of row r at
+// quads[i * R + r], group g's scale and starting sum (the key offset times the query sum,
+// negated) at [g * R + r], so the pass addresses every row from one pointer.
+template <int R>
+struct QueryPass {
+  alignas(64) int32_t quads[kMaxQuantHeadDim / 4 * R];
+  float scale[kMaxQuantHeadDim / 16 * R];
+  int32_t start[kMaxQuantHeadDim / 16 * R];
+
+  QueryPass(const QueryQ8& q, int64_t n_rows, int64_t hd, int64_t n_groups, int32_t key_offset) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+      for (int64_t i = 0; i < hd / 4; ++i) quads[i * R + r] = load_quad(q.q + r * hd + 4 * i);
+      for (int64_t g = 0; g < n_groups; ++g) {
+        scale[g * R + r] = q.scale[r * n_groups + g];
+        start[g * R + r] = -key_offset * q.sum[r * n_groups + g];
+      }
+    }
+  }
+};
+
+// Scores of the pass's first RR rows against C key columns: per group of the keys'
+// scales, one int32 chain per (row, column) over the group's dimension quads, then
+// s = fma(float(sum), query scale x key scale, s) through the score rows (masked: a short
+// column's spare lanes are the next column's keys), times f.scale after the last group.
+template <class V, class Keys, int R, int RR, int C>
+inline void quant_scores_tile(const FoldTile& f, const QueryPass<R>& q,
                               const KeyColumn<typename Keys::Elem>* col, float* p, int64_t ldp,
                               LinePrefetcher& shared_pf) {
   LinePrefetchPass pf(shared_pf);
@@ -85,33 +109,33 @@ inline void quant_scores_tile(const FoldTile& f, const QueryQ8& q,
     const auto* tile = reinterpret_cast<const uint8_t*>(col[c].k - Keys::kSlotBytes * slot);
     ks[c] = reinterpret_cast<const uint16_t*>(tile + scales_at) + slot;
   }
+  const int32_t* quads = q.quads;
   for (int64_t g = 0; g < n_groups; ++g) {
-    typename V::I a[R][C];
+    typename V::I a[RR][C];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const auto start = V::iset1(-Keys::template kOffset<V> * q.sum[r * n_groups + g]);
+    for (int r = 0; r < RR; ++r) {
+      const auto start = V::iset1(q.start[g * R + r]);
 #pragma GCC unroll 2
       for (int c = 0; c < C; ++c) a[r][c] = start;
     }
-    for (int64_t d = g * group; d < (g + 1) * group; d += 4) {
+    for (int64_t d = g * group; d < (g + 1) * group; d += 4, quads += R) {
       pf.step();
       typename V::Quads k[C];
 #pragma GCC unroll 2
       for (int c = 0; c < C; ++c)
         k[c] = Keys::template load<V>(col[c].k + d / 4 * quad_row, m[c], col[c].n_valid);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const int32_t q4 = load_quad(q.q + r * hd + d);
+      for (int r = 0; r < RR; ++r) {
 #pragma GCC unroll 2
-        for (int c = 0; c < C; ++c) a[r][c] = V::dot4(a[r][c], k[c], q4);
+        for (int c = 0; c < C; ++c) a[r][c] = V::dot4(a[r][c], k[c], quads[r]);
       }
     }
 #pragma GCC unroll 2
     for (int c = 0; c < C; ++c) {
       const auto kscale = V::load_elems(ks[c] + g * bs, m[c], col[c].n_valid);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const auto w = V::mul(kscale, V::set1(q.scale[r * n_groups + g]));
+      for (int r = 0; r < RR; ++r) {
+        const auto w = V::mul(kscale, V::set1(q.scale[g * R + r]));
         float* dst = p + r * ldp + col[c].p_off;
         const auto dot = V::to_float(a[r][c]);
         auto s = g == 0 ? V::mul(dot, w) : V::fma(dot, w, V::maskz_load(dst, m[c]));
@@ -122,20 +146,13 @@ inline void quant_scores_tile(const FoldTile& f, const QueryQ8& q,
   }
 }
 
-// Rows [0, n_rows) against C columns, kQuantScoreRows rows per pass, then the remainder.
-template <class V, class Keys, int C, int R = V::kQuantScoreRows>
-inline void quant_scores_rows(int64_t n_rows, const FoldTile& f, QueryQ8 q,
+// One pass's rr rows (1..R) against C columns.
+template <class V, class Keys, int R, int C, int RR = R>
+inline void quant_scores_pass(int64_t rr, const FoldTile& f, const QueryPass<R>& q,
                               const KeyColumn<typename Keys::Elem>* col, float* p, int64_t ldp,
                               LinePrefetcher& pf) {
-  const int64_t hd = f.head_dim, n_groups = hd / kv_quant::group_size(hd);
-  if constexpr (R == V::kQuantScoreRows) {
-    for (; n_rows >= R; n_rows -= R, q = q.rows_from(R, hd, n_groups), p += R * ldp)
-      quant_scores_tile<V, Keys, R, C>(f, q, col, p, ldp, pf);
-  }
-  if constexpr (R > 1) {
-    if (n_rows == R - 1) return quant_scores_tile<V, Keys, R - 1, C>(f, q, col, p, ldp, pf);
-    quant_scores_rows<V, Keys, C, R - 1>(n_rows, f, q, col, p, ldp, pf);
-  }
+  if (rr == RR) return quant_scores_tile<V, Keys, R, RR, C>(f, q, col, p, ldp, pf);
+  if constexpr (RR > 1) quant_scores_pass<V, Keys, R, C, RR - 1>(rr, f, q, col, p, ldp, pf);
 }
 
 // The prefetcher's steps in the score passes: one per dimension quad of each pass.
@@ -146,15 +163,25 @@ inline int64_t quant_score_steps(const FoldTile& f) {
          (f.head_dim / 4);
 }
 
+// kQuantScoreRows rows per pass (the last pass the rest), each against all the fold's
+// keys, kQuantScoreColumns key columns at a time. Needs head_dim <= kMaxQuantHeadDim.
 template <class V, class Keys>
 inline void quant_scores(const FoldTile& f, int64_t ldp, LinePrefetcher& pf) {
-  KeyColumns<V, typename Keys::Elem, Keys::kSlotBytes> columns(f);
-  KeyColumn<typename Keys::Elem> col[kQuantScoreColumns];
-  for (int nc; (nc = columns.next(col, kQuantScoreColumns)) > 0;) {
-    if (nc == 2) {
-      quant_scores_rows<V, Keys, 2>(f.n_q, f, f.q8, col, f.p, ldp, pf);
-    } else {
-      quant_scores_rows<V, Keys, 1>(f.n_q, f, f.q8, col, f.p, ldp, pf);
+  constexpr int R = V::kQuantScoreRows;
+  const int64_t hd = f.head_dim, n_groups = hd / kv_quant::group_size(hd);
+  for (int64_t r0 = 0; r0 < f.n_q; r0 += R) {
+    const int64_t rr = std::min<int64_t>(R, f.n_q - r0);
+    const QueryPass<R> q(f.q8.rows_from(r0, hd, n_groups), rr, hd, n_groups,
+                         Keys::template kOffset<V>);
+    float* p = f.p + r0 * ldp;
+    KeyColumns<V, typename Keys::Elem, Keys::kSlotBytes> columns(f);
+    KeyColumn<typename Keys::Elem> col[kQuantScoreColumns];
+    for (int nc; (nc = columns.next(col, kQuantScoreColumns)) > 0;) {
+      if (nc == 2) {
+        quant_scores_pass<V, Keys, R, 2>(rr, f, q, col, p, ldp, pf);
+      } else {
+        quant_scores_pass<V, Keys, R, 1>(rr, f, q, col, p, ldp, pf);
+      }
     }
   }
 }
@@ -179,6 +206,7 @@ void fold_quant_keys_widened(const FoldTile& f) {
   const int64_t hd = f.head_dim, bs = f.block_size, tile = hd * bs;
   // (An odd block size's last pair widens one slot past its block: room for it.)
   if (kMaxFoldBlocks * tile + hd > kMaxWidenedBf16) return reference_tile_kernels().fold(f);
+  if (hd > kMaxQuantHeadDim) return reference_tile_kernels().fold(f);
   alignas(64) float buf[kMaxWidenedBf16];
   FoldTile wide = f;
   for (int b = 0; b < f.n_blocks; ++b) {

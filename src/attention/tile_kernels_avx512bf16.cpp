@@ -275,6 +275,9 @@ void fold_bf16(const FoldTile& f) {
 void fold(const FoldTile& tile) {
   // Quantized keys: int8 scores (fold_quant_keys.h), then this fold's bf16 softmax and
   // value passes.
+  const bool quant_keys = tile.elem == TileElem::q8_keys || tile.elem == TileElem::q4_keys;
+  if (quant_keys && tile.head_dim > simd::kMaxQuantHeadDim)
+    return reference_tile_kernels().fold(tile);
   if (tile.elem == TileElem::q8_keys)
     return simd::fold_elems<V>(tile, simd::QuantKeyDots<V, simd::Q8Keys, Bf16Dots>{{nullptr}});
   if (tile.elem == TileElem::q4_keys)

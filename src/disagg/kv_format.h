@@ -27,7 +27,9 @@
 
 namespace strata::disagg {
 
-inline constexpr uint16_t kKvFormatVersion = 1;
+// 2: q8_0 and q4_0 key tiles hold dimension quads (kv/tile_layout.h quad_key_index), which
+// a version-1 peer would read as transposed keys.
+inline constexpr uint16_t kKvFormatVersion = 2;
 
 struct KvLayerLayout {
   uint32_t dtype = 0;    // core DType id of the elements (f32, f16, bf16, or a KV quant type)
