@@ -183,13 +183,17 @@ void quantize_query_q8(const float* x, int64_t n_rows, int64_t head_dim, int8_t*
   for (int64_t r = 0; r < n_rows; ++r) {
     for (int64_t g = 0; g < n_groups; ++g) {
       const int64_t at = r * head_dim + g * group;
+      // Comparisons rather than std::fmax / fmin (library calls here): a NaN compares false.
       float amax = 0.0f;
-      for (int64_t i = 0; i < group; ++i) amax = std::fmax(amax, std::fabs(x[at + i]));
+      for (int64_t i = 0; i < group; ++i) {
+        const float a = std::fabs(x[at + i]);
+        amax = a > amax ? a : amax;
+      }
       const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
       int32_t total = 0;
       for (int64_t i = 0; i < group; ++i) {
         float y = x[at + i] * inv;
-        y = y == y ? std::fmin(127.0f, std::fmax(-127.0f, y)) : 0.0f;
+        y = y > 127.0f ? 127.0f : y < -127.0f ? -127.0f : y == y ? y : 0.0f;
         // To the nearest integer, ties to even (the default rounding of this add).
         const float rounded = (y + 0x1.8p23f) - 0x1.8p23f;
         q[at + i] = static_cast<int8_t>(rounded);
