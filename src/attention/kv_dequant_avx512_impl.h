@@ -1,8 +1,8 @@
 // The AVX-512 dequantization of q8_0 and q4_0 KV tiles into bf16 tiles (see kv_dequant.h),
 // shared by kv_dequant_avx512.cpp (bf16 rounding in integer arithmetic) and
 // kv_dequant_avx512bf16.cpp (AVX512_BF16's conversion): the loops of kv_dequant_rows.h
-// over two rows of 16 elements (values: slots 2m, 2m + 1) per
-// step. Include only from files compiled for AVX-512.
+// over two rows of 16 elements (values: slots 2m, 2m + 1) per step. Include only from
+// files compiled for AVX-512.
 #pragma once
 
 #include <immintrin.h>
