@@ -20,13 +20,18 @@ inline __m512 load_q(const int8_t* p) {
       _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
-// 16 q4_0 elements from 8 bytes (low nibble first), as float q = nibble - 8.
+// 16 q4_0 elements from 8 bytes (low nibble first), as float q = nibble - 8: each byte in
+// two lanes, the odd lane's shifted down 4 bits, then a 16-entry table of the floats
+// -8..7 (vpermps reads only an index's low 4 bits). Masking, subtracting and converting
+// the nibbles took 3 more operations per 16 elements.
 inline __m512 unpack16(const uint8_t* p) {
   const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-  const __m128i m = _mm_set1_epi8(0x0F);
-  const __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
-  const __m128i q = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), _mm_set1_epi8(8));
-  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
+  const __m512i twice = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));  // b0 b0 b1 b1 ..
+  const __m512i idx =
+      _mm512_srlv_epi32(twice, _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4));
+  const __m512 table = _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f, 0.0f,
+                                      1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
+  return _mm512_permutexvar_ps(idx, table);
 }
 
 template <DType T>
