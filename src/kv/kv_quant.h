@@ -23,9 +23,10 @@
 // Attention folds the keys as stored, scoring them against the query quantized to int8
 // with int8 dot products (attention/tile_kernels.h QueryQ8), and dequantizes the values of
 // a fold (<= kMaxFoldBlocks blocks) into per-thread bf16 scratch in the bf16 tile layout
-// (attention/kv_dequant.h); there is no dequantized copy of the cache. The write path quantizes
-// with the SIMD versions of the store_* references below (attention/kv_quantize.h), which give the
-// same bytes. Needs head_dim % 16 == 0 (group_size), and for q4_0 an even block_size.
+// (attention/kv_dequant.h); there is no dequantized copy of the cache. The write path
+// quantizes with the SIMD versions of the store_* references below
+// (attention/kv_quantize.h), which give the same bytes. Needs head_dim % 16 == 0
+// (group_size), and for q4_0 an even block_size.
 #pragma once
 
 #include <cmath>

@@ -15,10 +15,11 @@
 // so one 64-byte load is 16 keys x 2 dimensions (scores) or 16 dimensions x 2 keys
 // (values). Needs an even head_dim and block_size.
 //
-// q8_0 key tiles (kv_quant.h) hold int8 keys in quads, the operand shape of the int8 dot
-// product (AVX-512 VNNI vpdpbusd: lane i += four byte products a[4i..4i+3] b[4i..4i+3]):
-//   dimensions 4m..4m+3 of slot j adjacent, at (m * block_size + j) * 4 + d % 4
-// so one 64-byte load is 16 keys x 4 dimensions. Needs head_dim % 4 == 0.
+// q8_0 and q4_0 key tiles (kv_quant.h) hold their keys in quads, the operand shape of the
+// int8 dot product (AVX-512 VNNI vpdpbusd: lane i += four byte products a[4i..4i+3]
+// b[4i..4i+3]): element (d, slot j) at quad_key_index, (m * block_size + j) * 4 + d % 4
+// for d in quad m, an int8 (q8_0) or a nibble (q4_0, two to a byte), so one 64-byte load
+// is 16 q8_0 keys x 4 dimensions (32 bytes for q4_0). Needs head_dim % 4 == 0.
 #pragma once
 
 #include <cstdint>

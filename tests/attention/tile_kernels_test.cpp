@@ -2,7 +2,8 @@
 // the AVX2 / AVX-512 folds against the reference, over several tiles (so the running
 // max, sum and accumulator are rescaled), partial tiles, one to kMaxFoldBlocks blocks per
 // fold, causal prefill groups, head dimensions with and without SIMD tails, block sizes
-// below, at and above a vector, and 1-128 query rows.
+// below, at and above a vector, and 1-128 query rows; f32, f16, bf16 tiles and q8_0 / q4_0
+// keys scored as stored (q8_keys / q4_keys, with bf16 values).
 #include "attention/tile_kernels.h"
 
 #include <gtest/gtest.h>
