@@ -30,7 +30,7 @@ for round in 1 2; do
   for amx in 1 0; do
     echo "round $round, STRATA_NO_AMX=$amx"
     STRATA_NO_AMX=$amx "$build/bench/kernels_matmul_bench" --threads="$THREADS" \
-      --benchmark_filter='matmul/(q4_0_x16|q8_0_x16|q4_k_x16p)/.*/tokens:512/' \
+      --benchmark_filter='matmul/(q4_0_x16|q8_0_x16|q4_k_x16p|q6_k_x16|q3_k_x16)/.*/tokens:512/' \
       --benchmark_min_time=0.3 2>/dev/null | grep -E "^matmul" | sed -E 's/ +/ /g' |
       awk '{for (i = 1; i <= NF; i++) if ($i ~ /^flops=/) f = $i; print "  " $1, f}'
     for m in "$@"; do

@@ -1,7 +1,8 @@
 // The AMX tile instructions (kernels/quant/amx_tiles.h) against their scalar model, model
-// free: the model against a plain triple loop everywhere, and on CPUs that grant AMX the
-// instructions against the model, so a wrong tile configuration or operand order shows up
-// here rather than only in the GEMMs built on them.
+// free, with the group GEMMs' 32-byte A rows and the lane GEMMs' 16-byte ones: the model
+// against a plain triple loop everywhere, and on CPUs that grant AMX the instructions
+// against the model, so a wrong tile configuration or operand order shows up here rather
+// than only in the GEMMs built on them.
 #include "kernels/quant/amx_tiles.h"
 
 #include <gtest/gtest.h>
@@ -17,20 +18,22 @@ namespace {
 
 using test::Rng;
 
+template <int K>
 struct TileCase {
-  int8_t a[2][kAmxTileM][64];  // A rows kAmxTileKBytes long, 64 bytes apart
-  int8_t b[2][kAmxTileKBytes / 4][4 * kAmxTileN];
+  int8_t a[2][kAmxTileM][64];  // A rows K bytes long, 64 bytes apart
+  int8_t b[2][K / 4][4 * kAmxTileN];
 };
 
-TileCase random_case(Rng& rng) {
-  TileCase c;
+template <int K>
+TileCase<K> random_case(Rng& rng) {
+  TileCase<K> c;
   for (size_t i = 0; i < sizeof c.a; ++i)
     (&c.a[0][0][0])[i] = static_cast<int8_t>(rng.next() >> 56);
   for (size_t i = 0; i < sizeof c.b; ++i)
     (&c.b[0][0][0])[i] = static_cast<int8_t>(rng.next() >> 56);
   // Extremes in slot 0: -128 x -128 in every product of row 0 and column 0.
-  for (int k = 0; k < kAmxTileKBytes; ++k) c.a[0][0][k] = -128;
-  for (int k = 0; k < kAmxTileKBytes / 4; ++k) {
+  for (int k = 0; k < K; ++k) c.a[0][0][k] = -128;
+  for (int k = 0; k < K / 4; ++k) {
     for (int i = 0; i < 4; ++i) c.b[0][k][i] = -128;
   }
   return c;
@@ -38,8 +41,8 @@ TileCase random_case(Rng& rng) {
 
 // Each slot's C through the Tiles interface: loaded, multiplied, stored with a 128-byte row
 // stride (the other 64 bytes of each row stay as they were: 0x5a).
-template <class Tiles>
-std::vector<int32_t> run_tiles(const TileCase& c) {
+template <class Tiles, int K = Tiles::kK>
+std::vector<int32_t> run_tiles(const TileCase<K>& c) {
   std::vector<int32_t> out(2 * kAmxTileM * 32, 0x5a5a5a5a);
   Tiles tiles;
   tiles.start();
@@ -55,23 +58,29 @@ std::vector<int32_t> run_tiles(const TileCase& c) {
   return out;
 }
 
-TEST(AmxTiles, ModelIsTheSignedByteMatrixProduct) {
+template <int K>
+void expect_model_is_the_signed_byte_matrix_product() {
   Rng rng(21);
-  const TileCase c = random_case(rng);
-  const std::vector<int32_t> got = run_tiles<EmulatedTiles>(c);
+  const TileCase<K> c = random_case<K>(rng);
+  const std::vector<int32_t> got = run_tiles<EmulatedTilesOf<K>>(c);
   for (int s = 0; s < 2; ++s) {
     for (int m = 0; m < kAmxTileM; ++m) {
       for (int n = 0; n < kAmxTileN; ++n) {
         int32_t want = 0;
-        for (int e = 0; e < kAmxTileKBytes; ++e)  // element e of row m and of column n
+        for (int e = 0; e < K; ++e)  // element e of row m and of column n
           want += int32_t{c.a[s][m][e]} * int32_t{c.b[s][e / 4][4 * n + e % 4]};
         EXPECT_EQ(got[static_cast<size_t>((s * kAmxTileM + m) * 32 + n)], want)
-            << "slot " << s << " (" << m << ", " << n << ")";
+            << "K " << K << " slot " << s << " (" << m << ", " << n << ")";
         EXPECT_EQ(got[static_cast<size_t>((s * kAmxTileM + m) * 32 + 16 + n)], 0x5a5a5a5a);
       }
     }
   }
-  EXPECT_EQ(got[0], kAmxTileKBytes * 128 * 128);
+  EXPECT_EQ(got[0], K * 128 * 128);
+}
+
+TEST(AmxTiles, ModelIsTheSignedByteMatrixProduct) {
+  expect_model_is_the_signed_byte_matrix_product<kAmxTileKBytes>();
+  expect_model_is_the_signed_byte_matrix_product<16>();
 }
 
 TEST(AmxTiles, InstructionsMatchTheModel) {
@@ -81,8 +90,11 @@ TEST(AmxTiles, InstructionsMatchTheModel) {
   }
   Rng rng(22);
   for (int round = 0; round < 8; ++round) {
-    const TileCase c = random_case(rng);
+    const TileCase<32> c = random_case<32>(rng);
     EXPECT_EQ(run_tiles<HardwareTiles>(c), run_tiles<EmulatedTiles>(c)) << "round " << round;
+    const TileCase<16> c16 = random_case<16>(rng);
+    EXPECT_EQ(run_tiles<HardwareTilesOf<16>>(c16), run_tiles<EmulatedTilesOf<16>>(c16))
+        << "K 16 round " << round;
   }
 }
 

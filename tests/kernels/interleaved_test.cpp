@@ -681,16 +681,21 @@ TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
   expect_extremes_match_scalar_models(KernelIsa::avx512_vnni);
 }
 
-// The AMX GEMMs (amx_group_gemm.h) of the group layouts: their scalar model of the tile
-// instructions on every AVX-512 VNNI CPU (every token count goes through the tiles), and the
-// tiles themselves where the CPU and OS allow AMX. The level tests above give them 1-9
+// The AMX GEMMs of the group layouts (amx_group_gemm.h) and of the lane-scaled K layouts
+// (amx_lane_gemm.h: Q3_K_X16, Q6_K_X16): their scalar model of the tile instructions on
+// every AVX-512 VNNI CPU (every token count goes through the tiles), and the tiles
+// themselves where the CPU and OS allow AMX. The level and extremes tests give them 1-9
 // tokens and 1-5 rows; here whole and partial 16-row slabs and 16-token tiles (on AMX
-// hardware from 32 tokens on, kAmxMinTokens), one and three groups per row, row 3 of 5
-// with the largest and an infinite scale, and 1030 rows.
+// hardware from 32 tokens on, kAmxMinTokens), one and three groups (two and six
+// super-blocks) per row, row 3 of 5 with the largest and an infinite scale, and 1030 rows.
+bool has_amx_gemm(const Pair& p) {
+  return p.x16_act == DType::Q8_0_X16A || p.x16 == DType::Q3_K_X16 || p.x16 == DType::Q6_K_X16;
+}
+
 void expect_amx_matches_scalar_models(const Kernels& k) {
   Rng rng(6);
   for (const Pair& p : kPairs) {
-    if (p.x16_act != DType::Q8_0_X16A) continue;  // the group layouts
+    if (!has_amx_gemm(p)) continue;
     for (const int64_t cols : {512, 1536}) {
       for (const int64_t rows : {5, 16, 37}) {
         for (const int64_t n_tokens : {16, 33, 50})
@@ -700,6 +705,8 @@ void expect_amx_matches_scalar_models(const Kernels& k) {
   }
   // More rows than one call's buffers take (kAmxMaxRows, 1024): the rest in a second call.
   expect_gemm_matches_scalar_model(k, kPairs[0], 1030, 512, 33, rng);
+  ASSERT_EQ(kPairs[2].x16, DType::Q6_K_X16);
+  expect_gemm_matches_scalar_model(k, kPairs[2], 1030, 512, 33, rng);
 }
 
 TEST(Interleaved, AmxGemmsModelMatchesScalarModelsBitForBit) {
@@ -709,6 +716,7 @@ TEST(Interleaved, AmxGemmsModelMatchesScalarModelsBitForBit) {
   }
   expect_amx_matches_scalar_models(Kernels(AmxTiles::emulated));
   expect_level_matches_scalar_models(Kernels(AmxTiles::emulated));
+  expect_extremes_match_scalar_models(Kernels(AmxTiles::emulated));
 }
 
 TEST(Interleaved, AmxGemmsMatchScalarModelsBitForBit) {
@@ -718,6 +726,7 @@ TEST(Interleaved, AmxGemmsMatchScalarModelsBitForBit) {
   }
   expect_amx_matches_scalar_models(Kernels(AmxTiles::hardware));
   expect_level_matches_scalar_models(Kernels(AmxTiles::hardware));
+  expect_extremes_match_scalar_models(Kernels(AmxTiles::hardware));
 }
 
 // The 512-element group layouts at their integer extremes: row 0's quant bytes all 0, row

@@ -35,54 +35,12 @@
 #include <cstring>
 #include <memory>
 
+#include "kernels/quant/amx_gemm_common.h"
 #include "kernels/quant/amx_tiles.h"
 #include "kernels/quant/x16_group_avx512.h"
 
 namespace strata::kernels::avx512 {
 namespace {
-
-// Below this many tokens a GEMM stays on the VNNI kernels (decode, small batches): the
-// panel's unpacking is paid per call, and with the tile instructions left out (timing
-// only, Zen 5, two threads) the rest ran at 1.1-1.4x the VNNI rate at 16 tokens, 1.7-2.4x
-// at 64.
-constexpr int64_t kAmxMinTokens = 32;
-
-// out[b] lane r = in[r] lane b.
-inline void transpose16_epi32(const __m512i (&in)[16], __m512i (&out)[16]) {
-  __m512i t[16], u[16];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) {  // per 128-bit lane: rows 2i, 2i + 1 interleaved
-    t[2 * i] = _mm512_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
-  }
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {  // u[4i + c] 128-bit lane L: rows 4i..4i+3 of column 4L + c
-    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; ++c) {  // column 4L + c: lane L of u[c], u[4 + c], u[8 + c], u[12 + c]
-    const __m512i x0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
-    const __m512i x1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
-    const __m512i y0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
-    const __m512i y1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
-    out[c] = _mm512_shuffle_i32x4(x0, y0, 0x88);
-    out[8 + c] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
-    out[4 + c] = _mm512_shuffle_i32x4(x1, y1, 0x88);
-    out[12 + c] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
-  }
-}
-
-inline void transpose16_ps(const __m512 (&in)[16], float* out) {
-  __m512i v[16], t[16];
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) v[i] = _mm512_castps_si512(in[i]);
-  transpose16_epi32(v, t);
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) _mm512_storeu_si512(out + 16 * i, t[i]);
-}
 
 // The panel and activation buffers of one call, carved from one allocation (a prefill
 // matmul's panel: a few hundred KiB; not on the decode path, which stays below
@@ -262,10 +220,7 @@ void amx_slab_sums(const AmxBuffers& buf, int64_t s, int64_t nb, int64_t nr, int
 
 // y[t * ldy + r] for nr rows (w_stride bytes apart) of ng groups and nt tokens of
 // Q8_0_X16AT activations (a_stride bytes apart), through Tiles for every token count.
-// Rows beyond kAmxMaxRows go in further calls, which bounds the buffers (a matmul's panels
-// are far smaller: kRowBlockBytes of weights).
-constexpr int64_t kAmxMaxRows = 1024;
-
+// Rows beyond kAmxMaxRows go in further calls.
 template <class W, class Tiles>
 void amx_group_gemm(int64_t ng, const uint8_t* w, int64_t w_stride, int64_t nr, const uint8_t* a,
                     int64_t a_stride, int64_t nt, float* y, int64_t ldy) {

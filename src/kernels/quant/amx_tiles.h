@@ -1,16 +1,19 @@
-// The AMX tile instructions the group GEMM uses (amx_group_gemm.h), in two forms with
-// one interface:
-//   HardwareTiles  the instructions themselves (inline assembly, so no file needs -mamx-*
-//                  flags; only run where cpu_has_amx_int8(): the OS must have granted the
-//                  tile state, or the first tile instruction faults)
-//   EmulatedTiles  a scalar model of each instruction as Intel's pseudo-code defines it
-//                  (TDPBSSD: dst.row[m].dword[n] += the dot products of the four signed
-//                  bytes of a.row[m].dword[k] and b.row[k].dword[n], for k < a.colsb / 4),
-//                  so the GEMM around the tiles is tested bit for bit on CPUs without AMX.
+// The AMX tile instructions the AMX GEMMs use (amx_group_gemm.h, amx_lane_gemm.h), in two
+// forms with one interface:
+//   HardwareTilesOf<K>  the instructions themselves (inline assembly, so no file needs
+//                       -mamx-* flags; only run where cpu_has_amx_int8(): the OS must have
+//                       granted the tile state, or the first tile instruction faults)
+//   EmulatedTilesOf<K>  a scalar model of each instruction as Intel's pseudo-code defines it
+//                       (TDPBSSD: dst.row[m].dword[n] += the dot products of the four signed
+//                       bytes of a.row[m].dword[k] and b.row[k].dword[n], for k < a.colsb /
+//                       4), so the GEMMs around the tiles are tested bit for bit on CPUs
+//                       without AMX.
 // Two slots of three tiles each, so a GEMM can have two blocks in flight: slot s uses tmm(3s)
-// as C (16 rows x 16 int32), tmm(3s + 1) as A (16 rows x 32 signed bytes: 16 tokens x one
-// 32-element block) and tmm(3s + 2) as B (8 rows x 64 signed bytes: 4-byte groups of 16
-// weight rows, the VNNI order TDPBSSD reads).
+// as C (16 rows x 16 int32), tmm(3s + 1) as A (16 rows x K signed bytes: 16 tokens x K
+// elements of one block) and tmm(3s + 2) as B (K / 4 rows x 64 signed bytes: 4-byte groups of
+// 16 weight rows, the VNNI order TDPBSSD reads). K is 32 for the group layouts' 32-element
+// blocks and 16 for the K-quants' 16-element sub-blocks (HardwareTiles / EmulatedTiles
+// name the former).
 #pragma once
 
 #include <cstdint>
@@ -33,25 +36,30 @@ struct alignas(64) AmxTileConfig {
 };
 static_assert(sizeof(AmxTileConfig) == 64);
 
-inline AmxTileConfig amx_group_gemm_config() {
+// The two slots' tiles with A rows of kKBytes (a multiple of 4, at most 64).
+template <int kKBytes>
+inline AmxTileConfig amx_tile_config() {
+  static_assert(kKBytes % 4 == 0 && kKBytes > 0 && kKBytes <= 64);
   AmxTileConfig cfg;
   for (int s = 0; s < 2; ++s) {
     cfg.colsb[3 * s] = 4 * kAmxTileN, cfg.rows[3 * s] = kAmxTileM;
-    cfg.colsb[3 * s + 1] = kAmxTileKBytes, cfg.rows[3 * s + 1] = kAmxTileM;
-    cfg.colsb[3 * s + 2] = 4 * kAmxTileN, cfg.rows[3 * s + 2] = kAmxTileKBytes / 4;
+    cfg.colsb[3 * s + 1] = kKBytes, cfg.rows[3 * s + 1] = kAmxTileM;
+    cfg.colsb[3 * s + 2] = 4 * kAmxTileN, cfg.rows[3 * s + 2] = kKBytes / 4;
   }
   return cfg;
 }
 
-struct HardwareTiles {
+template <int kKBytes>
+struct HardwareTilesOf {
+  static constexpr int kK = kKBytes;
   // Loads the configuration (zeroing every tile); a thread calls it before its first tile
   // instruction, and release() after its last.
   void start() {
-    const AmxTileConfig cfg = amx_group_gemm_config();
+    const AmxTileConfig cfg = amx_tile_config<kKBytes>();
     __asm__ volatile("ldtilecfg %0" ::"m"(cfg));
   }
   void release() { __asm__ volatile("tilerelease" ::: "memory"); }
-  // A: 16 rows of 32 bytes, `stride` bytes apart.
+  // A: 16 rows of kKBytes bytes, `stride` bytes apart.
   template <int kSlot>
   void load_a(const void* base, int64_t stride) {
     if constexpr (kSlot == 0) {
@@ -60,7 +68,7 @@ struct HardwareTiles {
       __asm__ volatile("tileloadd (%0,%1,1), %%tmm4" ::"r"(base), "r"(stride) : "memory");
     }
   }
-  // B: 8 rows of 64 bytes, consecutive.
+  // B: kKBytes / 4 rows of 64 bytes, consecutive.
   template <int kSlot>
   void load_b(const void* base) {
     const int64_t stride = 64;
@@ -90,9 +98,11 @@ struct HardwareTiles {
   }
 };
 
-struct EmulatedTiles {
-  int8_t a[2][kAmxTileM][kAmxTileKBytes];
-  int8_t b[2][kAmxTileKBytes / 4][4 * kAmxTileN];
+template <int kKBytes>
+struct EmulatedTilesOf {
+  static constexpr int kK = kKBytes;
+  int8_t a[2][kAmxTileM][kKBytes];
+  int8_t b[2][kKBytes / 4][4 * kAmxTileN];
   int32_t c[2][kAmxTileM][kAmxTileN];
 
   void start() {}
@@ -100,7 +110,7 @@ struct EmulatedTiles {
   template <int kSlot>
   void load_a(const void* base, int64_t stride) {
     for (int m = 0; m < kAmxTileM; ++m)
-      std::memcpy(a[kSlot][m], static_cast<const uint8_t*>(base) + m * stride, kAmxTileKBytes);
+      std::memcpy(a[kSlot][m], static_cast<const uint8_t*>(base) + m * stride, kKBytes);
   }
   template <int kSlot>
   void load_b(const void* base) {
@@ -111,7 +121,7 @@ struct EmulatedTiles {
     for (int m = 0; m < kAmxTileM; ++m) {
       for (int n = 0; n < kAmxTileN; ++n) {
         int32_t acc = 0;
-        for (int k = 0; k < kAmxTileKBytes / 4; ++k) {
+        for (int k = 0; k < kKBytes / 4; ++k) {
           for (int i = 0; i < 4; ++i)
             acc += int32_t{a[kSlot][m][4 * k + i]} * int32_t{b[kSlot][k][4 * n + i]};
         }
@@ -125,5 +135,8 @@ struct EmulatedTiles {
       std::memcpy(reinterpret_cast<uint8_t*>(out) + m * stride, c[kSlot][m], sizeof c[kSlot][m]);
   }
 };
+
+using HardwareTiles = HardwareTilesOf<kAmxTileKBytes>;
+using EmulatedTiles = EmulatedTilesOf<kAmxTileKBytes>;
 
 }  // namespace strata::kernels

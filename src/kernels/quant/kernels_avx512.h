@@ -67,10 +67,38 @@ float iq4_xs_x16p_vec_dot(int64_t n, const void* w, const void* a);
 void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
                       int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
-// The group layouts' GEMMs with AMX tiles (amx_group_gemm.h), bit-identical to the gemms
-// above: name##_gemm_amx (the VNNI gemm below 32 tokens; call it only where
-// cpu_has_amx_int8()) and name##_gemm_amx_emulated (the tile instructions' scalar model at
-// every token count, for tests on any AVX-512 VNNI CPU). Defined beside each layout's gemm.
+// Q2_K_X16 weights against Q8_K_X16A activations (kquant_q2_x16_avx512.cpp); bit-identical to
+// ref::q2_k_x16_vec_dot.
+float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q2_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// Q3_K_X16 likewise (kquant_q3_x16_avx512.cpp); bit-identical to ref::q3_k_x16_vec_dot.
+float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q3_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// Q4_K_X16 likewise (kquant_q4_x16_avx512.cpp); bit-identical to ref::q4_k_x16_vec_dot.
+float q4_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q4_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// Q5_K_X16 likewise (kquant_q5_x16_avx512.cpp).
+float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q5_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// Q6_K_X16 likewise (kquant_x16_avx512.cpp); bit-identical to ref::q6_k_x16_vec_dot.
+float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a);
+void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+// IQ4_XS_X16 likewise (kquant_iq4_x16_avx512.cpp); bit-identical to ref::iq4_xs_x16_vec_dot.
+float iq4_xs_x16_vec_dot(int64_t n, const void* w, const void* a);
+void iq4_xs_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
+                     int64_t a_stride, int64_t nt, float* y, int64_t ldy);
+
+// GEMMs with AMX tiles, bit-identical to the gemms above: name##_gemm_amx (the VNNI gemm
+// below 32 tokens; call it only where cpu_has_amx_int8()) and name##_gemm_amx_emulated (the
+// tile instructions' scalar model at every token count, for tests on any AVX-512 VNNI CPU).
+// Defined beside each layout's gemm. The group layouts (amx_group_gemm.h) read Q8_0_X16AT
+// activations, the lane-scaled K layouts (amx_lane_gemm.h) the Q8_K_X16A ones their VNNI
+// gemms read.
 #define STRATA_AMX_GROUP_GEMMS(X) \
   X(q4_0_x16)                     \
   X(q8_0_x16)                     \
@@ -81,6 +109,9 @@ void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, co
   X(q4_k_x16p)                    \
   X(q5_k_x16p)                    \
   X(iq4_xs_x16p)
+#define STRATA_AMX_LANE_GEMMS(X) \
+  X(q3_k_x16)                    \
+  X(q6_k_x16)
 #define STRATA_DECLARE_AMX_GEMMS(name)                                                        \
   void name##_gemm_amx(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a, \
                        int64_t a_stride, int64_t nt, float* y, int64_t ldy);                  \
@@ -88,38 +119,8 @@ void iq4_xs_x16p_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, co
                                 const void* a, int64_t a_stride, int64_t nt, float* y,        \
                                 int64_t ldy);
 STRATA_AMX_GROUP_GEMMS(STRATA_DECLARE_AMX_GEMMS)
+STRATA_AMX_LANE_GEMMS(STRATA_DECLARE_AMX_GEMMS)
 #undef STRATA_DECLARE_AMX_GEMMS
-
-// Q2_K_X16 weights against Q8_K_X16A activations (kquant_q2_x16_avx512.cpp); bit-identical to
-// ref::q2_k_x16_vec_dot.
-float q2_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q2_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-
-// Q6_K_X16 weights against Q8_K_X16A activations (kquant_x16_avx512.cpp); bit-identical to
-// ref::q6_k_x16_vec_dot.
-// Q4_K_X16 weights against Q8_K_X16A activations (kquant_q4_x16_avx512.cpp); bit-identical
-// to ref::q4_k_x16_vec_dot.
-float q4_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q5_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-// Q5_K_X16 likewise (kquant_q5_x16_avx512.cpp).
-float q5_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q4_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-// IQ4_XS_X16 weights against Q8_K_X16A activations (kquant_iq4_x16_avx512.cpp); bit-identical to
-// ref::iq4_xs_x16_vec_dot.
-float iq4_xs_x16_vec_dot(int64_t n, const void* w, const void* a);
-void iq4_xs_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                     int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-// Q3_K_X16 weights against Q8_K_X16A activations (kquant_q3_x16_avx512.cpp); bit-identical to
-// ref::q3_k_x16_vec_dot.
-float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q3_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
-float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a);
-void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const void* a,
-                   int64_t a_stride, int64_t nt, float* y, int64_t ldy);
 
 // Q4_K and Q6_K weights against Q8_K activations (kquant_avx512.cpp); bit-identical to the
 // AVX2 kernels.

@@ -14,6 +14,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include "kernels/quant/amx_lane_gemm.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
 #include "kernels/quant/kquant_lane_scaled_avx512.h"
@@ -54,6 +55,19 @@ struct Q3x16 {
 };
 using Rows = LaneScaledRows<Q3x16>;
 
+// amx_lane_gemm.h's layout: the quants re-centred (q - 4) and the scales as float.
+struct AmxQ3 {
+  using Block = BlockQ3_Kx16;
+  static void signed_quants(const Block& wb, __m512i (&q)[4]) {
+    Q3x16::vecs(wb, q);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) q[k] = _mm512_sub_epi8(q[k], _mm512_set1_epi8(4));
+  }
+  static __m512 lane_scales(const Block& wb) {
+    return _mm512_cvtepi32_ps(Q3x16::lane_scales(wb));
+  }
+};
+
 }  // namespace
 
 float q3_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
@@ -64,5 +78,7 @@ void q3_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
   gemm_by_row_blocks<Rows>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
+
+STRATA_DEFINE_AMX_LANE_GEMMS(q3_k_x16, AmxQ3)
 
 }  // namespace strata::kernels::avx512

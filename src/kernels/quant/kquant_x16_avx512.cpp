@@ -19,6 +19,7 @@
 #include <immintrin.h>
 
 #include "core/prefetch.h"
+#include "kernels/quant/amx_lane_gemm.h"
 #include "kernels/quant/avx512_util.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/quant/kernels_avx512.h"
@@ -30,11 +31,27 @@ namespace {
 // a | (b & c), bit by bit (the truth table of vpternlogd's operands 0xf0, 0xcc, 0xaa).
 constexpr int kOrAnd = 0xf8;
 
+// Quant vector k of a block (in [0, 63], biased by 32): the low nibble, and the high 2 bits
+// at bits 2k, 2k+1 of h moved to bits 4-5 (16-bit shifts: what crosses a byte boundary
+// lands outside bits 4-5 and is masked off).
+inline void q6_vecs(const BlockQ6_Kx16& wb, __m512i (&q)[4]) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
+  const __m512i l0 = _mm512_loadu_si512(wb.ql), l1 = _mm512_loadu_si512(wb.ql + 64);
+  const __m512i h = _mm512_loadu_si512(wb.qh);
+  q[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(l0, low4), _mm512_slli_epi16(h, 4), bits45,
+                                   kOrAnd);
+  q[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(l1, low4), _mm512_slli_epi16(h, 2), bits45,
+                                   kOrAnd);
+  q[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l0, 4), low4), h, bits45,
+                                   kOrAnd);
+  q[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l1, 4), low4),
+                                   _mm512_srli_epi16(h, 2), bits45, kOrAnd);
+}
+
 // One row x T tokens: each super-block's quants are unpacked once and used for T tokens.
 template <int T, bool kPageKick>
 void gemm_tile(int64_t nb, const BlockQ6_Kx16* w, const uint8_t* a, int64_t a_stride, float* y,
                int64_t ldy) {
-  const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
   __m512 acc[T];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
@@ -49,19 +66,8 @@ void gemm_tile(int64_t nb, const BlockQ6_Kx16* w, const uint8_t* a, int64_t a_st
     const __m512i scales =
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
     const float dw = _cvtsh_ss(wb.d);
-    const __m512i l0 = _mm512_loadu_si512(wb.ql), l1 = _mm512_loadu_si512(wb.ql + 64);
-    const __m512i h = _mm512_loadu_si512(wb.qh);
-    // Vector k takes the high 2 bits at bits 2k, 2k+1 of h to bits 4-5 (16-bit shifts: what
-    // crosses a byte boundary lands outside bits 4-5 and is masked off).
     __m512i q[4];
-    q[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(l0, low4), _mm512_slli_epi16(h, 4), bits45,
-                                     kOrAnd);
-    q[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(l1, low4), _mm512_slli_epi16(h, 2), bits45,
-                                     kOrAnd);
-    q[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l0, 4), low4), h, bits45,
-                                     kOrAnd);
-    q[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l1, 4), low4),
-                                     _mm512_srli_epi16(h, 2), bits45, kOrAnd);
+    q6_vecs(wb, q);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const BlockQ8_Kx16A& ab = reinterpret_cast<const BlockQ8_Kx16A*>(a + t * a_stride)[b];
@@ -168,6 +174,20 @@ struct Rows {
   }
 };
 
+// amx_lane_gemm.h's layout: the quants re-centred (q - 32) and the scales as float.
+struct AmxQ6 {
+  using Block = BlockQ6_Kx16;
+  static void signed_quants(const Block& wb, __m512i (&q)[4]) {
+    q6_vecs(wb, q);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) q[k] = _mm512_sub_epi8(q[k], _mm512_set1_epi8(32));
+  }
+  static __m512 lane_scales(const Block& wb) {
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales))));
+  }
+};
+
 }  // namespace
 
 float q6_k_x16_vec_dot(int64_t n, const void* w, const void* a) {
@@ -178,5 +198,7 @@ void q6_k_x16_gemm(int64_t n, const void* w, int64_t w_stride, int64_t nr, const
                    int64_t a_stride, int64_t nt, float* y, int64_t ldy) {
   gemm_by_row_blocks<Rows>(n / kQK_K, w, w_stride, nr, a, a_stride, nt, y, ldy);
 }
+
+STRATA_DEFINE_AMX_LANE_GEMMS(q6_k_x16, AmxQ6)
 
 }  // namespace strata::kernels::avx512

@@ -309,6 +309,12 @@ Table build_fast(KernelIsa isa, bool avx_vnni, AmxGemms amx = AmxGemms::none) {
   set_amx(DType::Q4_K_X16P, avx512::q4_k_x16p_gemm_amx, avx512::q4_k_x16p_gemm_amx_emulated);
   set_amx(DType::Q5_K_X16P, avx512::q5_k_x16p_gemm_amx, avx512::q5_k_x16p_gemm_amx_emulated);
   set_amx(DType::IQ4_XS_X16P, avx512::iq4_xs_x16p_gemm_amx, avx512::iq4_xs_x16p_gemm_amx_emulated);
+  // The lane-scaled K layouts' AMX GEMMs read the Q8_K_X16A rows their VNNI kernels read.
+  auto set_amx_lanes = [&](DType type, GemmFn hardware, GemmFn emulated) {
+    t[index_of(type)].gemm = hw ? hardware : emulated;
+  };
+  set_amx_lanes(DType::Q3_K_X16, avx512::q3_k_x16_gemm_amx, avx512::q3_k_x16_gemm_amx_emulated);
+  set_amx_lanes(DType::Q6_K_X16, avx512::q6_k_x16_gemm_amx, avx512::q6_k_x16_gemm_amx_emulated);
   return t;
 }
 
