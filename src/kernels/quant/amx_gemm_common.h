@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <memory>
 
 namespace strata::kernels::avx512 {
 namespace {
@@ -53,6 +54,26 @@ inline void transpose16_ps(const __m512 (&in)[16], float* out) {
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) _mm512_storeu_si512(out + 16 * i, t[i]);
 }
+
+// One allocation carved into kParts parts of the given byte sizes, each on its own cache
+// lines: a GEMM call's panel and activation buffers (a prefill matmul's panel: a few
+// hundred KiB; not on the decode path, which stays below kAmxMinTokens). Not zeroed: the
+// GEMMs write every byte before they read it.
+template <int kParts>
+struct AmxArena {
+  std::unique_ptr<uint8_t[]> storage;
+  void* parts[kParts];
+  explicit AmxArena(const int64_t (&sizes)[kParts]) {
+    int64_t total = 64;
+    for (const int64_t s : sizes) total += (s + 63) / 64 * 64;
+    storage.reset(new uint8_t[static_cast<size_t>(total)]);
+    uint8_t* p = storage.get() + (64 - reinterpret_cast<uintptr_t>(storage.get()) % 64) % 64;
+    for (int i = 0; i < kParts; ++i) {
+      parts[i] = p;
+      p += (sizes[i] + 63) / 64 * 64;
+    }
+  }
+};
 
 // Rows one call unpacks at most: more go in further calls, which bounds the buffers (a
 // matmul's panels are far smaller: kRowBlockBytes of weights).

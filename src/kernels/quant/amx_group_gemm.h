@@ -33,7 +33,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 
 #include "kernels/quant/amx_gemm_common.h"
 #include "kernels/quant/amx_tiles.h"
@@ -42,11 +41,9 @@
 namespace strata::kernels::avx512 {
 namespace {
 
-// The panel and activation buffers of one call, carved from one allocation (a prefill
-// matmul's panel: a few hundred KiB; not on the decode path, which stays below
-// kAmxMinTokens).
+// The panel and activation buffers of one call (AmxArena).
 struct AmxBuffers {
-  std::unique_ptr<uint8_t[]> storage;
+  AmxArena<7> arena;
   int8_t* wq;  // [slab][block][8 rows x 64 bytes]: the B tiles
   float* wd;   // [slab][block][16 rows]: lane scales
   float* wm;   // [slab][block][16 rows]: lane offsets (layouts with offsets)
@@ -55,27 +52,16 @@ struct AmxBuffers {
   float* as;   // [16 tokens][block]: scale x quant sum
   int32_t* c;  // [16 tokens][block][16 rows]: one slab's C tiles, row m of each C tile
                // in token m's run
-  AmxBuffers(int64_t slabs, int64_t nb) {
-    const int64_t sizes[] = {slabs * nb * 512, slabs * nb * 64, slabs * nb * 64, 16 * nb * 32,
-                             nb * 64,          nb * 64,         nb * 1024};
-    constexpr int kParts = sizeof sizes / sizeof sizes[0];
-    int64_t total = 64;
-    for (const int64_t s : sizes) total += (s + 63) / 64 * 64;
-    storage.reset(new uint8_t[static_cast<size_t>(total)]);  // not zeroed: written before read
-    uint8_t* p = storage.get() + (64 - reinterpret_cast<uintptr_t>(storage.get()) % 64) % 64;
-    void* parts[kParts];
-    for (int i = 0; i < kParts; ++i) {
-      parts[i] = p;
-      p += (sizes[i] + 63) / 64 * 64;
-    }
-    wq = static_cast<int8_t*>(parts[0]);
-    wd = static_cast<float*>(parts[1]);
-    wm = static_cast<float*>(parts[2]);
-    aq = static_cast<int8_t*>(parts[3]);
-    ad = static_cast<float*>(parts[4]);
-    as = static_cast<float*>(parts[5]);
-    c = static_cast<int32_t*>(parts[6]);
-  }
+  AmxBuffers(int64_t slabs, int64_t nb)
+      : arena({slabs * nb * 512, slabs * nb * 64, slabs * nb * 64, 16 * nb * 32, nb * 64, nb * 64,
+               nb * 1024}),
+        wq(static_cast<int8_t*>(arena.parts[0])),
+        wd(static_cast<float*>(arena.parts[1])),
+        wm(static_cast<float*>(arena.parts[2])),
+        aq(static_cast<int8_t*>(arena.parts[3])),
+        ad(static_cast<float*>(arena.parts[4])),
+        as(static_cast<float*>(arena.parts[5])),
+        c(static_cast<int32_t*>(arena.parts[6])) {}
 };
 
 // Step 1 for rows [16 s, 16 s + 16) (rows from nr on: zeros).

@@ -36,7 +36,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 
 #include "kernels/quant/amx_gemm_common.h"
 #include "kernels/quant/amx_tiles.h"
@@ -48,39 +47,24 @@ namespace {
 constexpr int kAmxLaneK = 16;  // A bytes per row: one sub-block
 constexpr int64_t kLanes = kQK_K / 16;
 
-// The panel and activation buffers of one call, carved from one allocation.
+// The panel and activation buffers of one call (AmxArena).
 struct AmxLaneBuffers {
-  std::unique_ptr<uint8_t[]> storage;
+  AmxArena<6> arena;
   int8_t* wq;  // [slab][block][sub-block][4 rows x 64 bytes]: the B tiles
   float* ws;   // [slab][block][sub-block][16 rows]: lane scales
   float* wd;   // [slab][block][16 rows]: d
   int8_t* aq;  // [16 tokens][blocks x 256]: the A rows
   float* ad;   // [16 tokens][block]: activation scales
   int32_t* c;  // [16 tokens][block][sub-block][16 rows]: one slab's C tiles
-  AmxLaneBuffers(int64_t slabs, int64_t nb) {
-    const int64_t sizes[] = {slabs * nb * kLanes * 256,
-                             slabs * nb * kLanes * 64,
-                             slabs * nb * 64,
-                             16 * nb * kQK_K,
-                             16 * nb * 4,
-                             16 * nb * kLanes * 64};
-    constexpr int kParts = sizeof sizes / sizeof sizes[0];
-    int64_t total = 64;
-    for (const int64_t s : sizes) total += (s + 63) / 64 * 64;
-    storage.reset(new uint8_t[static_cast<size_t>(total)]);  // not zeroed: written before read
-    uint8_t* p = storage.get() + (64 - reinterpret_cast<uintptr_t>(storage.get()) % 64) % 64;
-    void* parts[kParts];
-    for (int i = 0; i < kParts; ++i) {
-      parts[i] = p;
-      p += (sizes[i] + 63) / 64 * 64;
-    }
-    wq = static_cast<int8_t*>(parts[0]);
-    ws = static_cast<float*>(parts[1]);
-    wd = static_cast<float*>(parts[2]);
-    aq = static_cast<int8_t*>(parts[3]);
-    ad = static_cast<float*>(parts[4]);
-    c = static_cast<int32_t*>(parts[5]);
-  }
+  AmxLaneBuffers(int64_t slabs, int64_t nb)
+      : arena({slabs * nb * kLanes * 256, slabs * nb * kLanes * 64, slabs * nb * 64,
+               16 * nb * kQK_K, 16 * nb * 4, 16 * nb * kLanes * 64}),
+        wq(static_cast<int8_t*>(arena.parts[0])),
+        ws(static_cast<float*>(arena.parts[1])),
+        wd(static_cast<float*>(arena.parts[2])),
+        aq(static_cast<int8_t*>(arena.parts[3])),
+        ad(static_cast<float*>(arena.parts[4])),
+        c(static_cast<int32_t*>(arena.parts[5])) {}
 };
 
 // Step 1 for rows [16 s, 16 s + 16) (rows from nr on: zeros).
