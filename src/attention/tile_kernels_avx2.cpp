@@ -73,6 +73,28 @@ struct Avx2Vec : kernels::simd::Avx2Float {
     return _mm_cvtss_f32(s);
   }
 
+  // For fold_simd.h's batched softmax: lane r of the result is op folded over the lanes of
+  // v[r], pairing lanes as reduce_add does (i with i + 4, then i + 2, then i + 1), so every
+  // row gets the bits reduce_add / reduce_max would give it alone. Three levels of
+  // shuffle-and-op halve the vectors while doubling the rows each one holds; the last leaves
+  // row r in lane 4 * (r % 2) + r / 2, which one permute undoes.
+  template <class Op>
+  static F transpose_reduce(F (&v)[8], Op op) {
+    F w[4], x[2];
+    for (int k = 0; k < 4; ++k) {  // row 2k in lanes 0-3, 2k+1 in 4-7: lane i op i + 4
+      w[k] = op(_mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x20),
+                _mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x31));
+    }
+    for (int k = 0; k < 2; ++k) {  // half h: lanes 0-1 row 4k + h, 2-3 row 4k + 2 + h: i op i + 2
+      x[k] = op(_mm256_shuffle_ps(w[2 * k], w[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                _mm256_shuffle_ps(w[2 * k], w[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    const F r = op(_mm256_shuffle_ps(x[0], x[1], _MM_SHUFFLE(2, 0, 2, 0)),  // i op i + 1
+                   _mm256_shuffle_ps(x[0], x[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  }
+  static F broadcast_lane(F v, int i) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(i)); }
+
   // For fold_quant_keys.h: AVX2 has no byte dot product that cannot saturate, so each
   // lane's key bytes are widened to 16 bits (bytes 0 and 2, bytes 1 and 3) and multiplied
   // by vpmaddwd, which sums pairs of products exactly; q8_0 keys signed as stored, q4_0 keys
