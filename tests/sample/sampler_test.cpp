@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 
 namespace strata {
@@ -18,6 +19,22 @@ TEST(Sampler, GreedyPicksArgmaxLowestIndexOnTies) {
   Sampler s(p, 4);
   auto l = logits_of({1.0f, 3.0f, 3.0f, -1.0f});
   EXPECT_EQ(s.sample(l, {}), 1);
+}
+
+// argmax: the first maximum; NaNs never win, and a NaN first entry is returned as is
+// (nothing compares greater than it); all -inf or one entry gives 0.
+TEST(Sampler, ArgmaxFirstMaximumSkipsNaNs) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(argmax(logits_of({0.5f, 2.0f, nan, 2.0f, 1.0f})), 1);
+  EXPECT_EQ(argmax(logits_of({nan, 2.0f, 3.0f})), 0);
+  EXPECT_EQ(argmax(logits_of({-inf, -inf, -inf})), 0);
+  EXPECT_EQ(argmax(logits_of({-inf, -3.0f, inf, inf})), 2);
+  EXPECT_EQ(argmax(logits_of({4.0f})), 0);
+  std::vector<float> big(32000, -1.0f);
+  big[31999] = 0.0f;
+  big[17] = 0.0f;
+  EXPECT_EQ(argmax(big), 17);
 }
 
 TEST(Sampler, SameSeedSameTokensDifferentSeedDiffers) {
