@@ -55,6 +55,19 @@ inline void transpose16_ps(const __m512 (&in)[16], float* out) {
   for (int i = 0; i < 16; ++i) _mm512_storeu_si512(out + 16 * i, t[i]);
 }
 
+// Step 3's end in both AMX GEMMs: the 16 lane accumulators (vectors over a slab's 16 rows)
+// summed in hsum16's tree, as the VNNI kernels sum their lanes, and the slab's first `keep`
+// rows stored at out.
+inline void amx_store_lane_sums(__m512 (&acc)[16], __mmask16 keep, float* out) {
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) acc[i] = _mm512_add_ps(acc[i], acc[i + 8]);
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) acc[i] = _mm512_add_ps(acc[i], acc[i + 4]);
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i) acc[i] = _mm512_add_ps(acc[i], acc[i + 2]);
+  _mm512_mask_storeu_ps(out, keep, _mm512_add_ps(acc[0], acc[1]));
+}
+
 // One allocation carved into kParts parts of the given byte sizes, each on its own cache
 // lines: a GEMM call's panel and activation buffers (a prefill matmul's panel: a few
 // hundred KiB; not on the decode path, which stays below kAmxMinTokens). Not zeroed: the

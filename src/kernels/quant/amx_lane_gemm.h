@@ -188,13 +188,7 @@ inline void amx_lane_slab_sums(const AmxLaneBuffers& buf, int64_t s, int64_t nb,
         acc[j] = _mm512_fmadd_ps(scale, scaled, acc[j]);
       }
     }
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) acc[i] = _mm512_add_ps(acc[i], acc[i + 8]);
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) acc[i] = _mm512_add_ps(acc[i], acc[i + 4]);
-#pragma GCC unroll 2
-    for (int i = 0; i < 2; ++i) acc[i] = _mm512_add_ps(acc[i], acc[i + 2]);
-    _mm512_mask_storeu_ps(y + (t0 + m) * ldy + 16 * s, keep, _mm512_add_ps(acc[0], acc[1]));
+    amx_store_lane_sums(acc, keep, y + (t0 + m) * ldy + 16 * s);
   }
 }
 
