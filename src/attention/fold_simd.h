@@ -399,36 +399,35 @@ void fold_elems(const FoldTile& f, const Dots& dots) {
   };
   auto ready = [&](int64_t r) { return r % kMaxRows == kMaxRows - 1 || r + 1 == f.n_q; };
   int64_t r = 0;
-  {
-    // Up to W rows at once, one lane per row for the maxima, corrections and sums (see
-    // V::transpose_reduce; a decode fold's 8 rows fill half an AVX-512 vector): one row at
-    // a time, each row's chain of horizontal reductions and exps ran nearly serially and
-    // cost more than its 128 fmas. For finite scores every value is the one the per-row
-    // loop below computes (with a NaN score the two may disagree on whether the row's max
-    // is NaN).
-    constexpr int W = static_cast<int>(V::W);
-    for (int64_t nr; (nr = std::min<int64_t>(W, f.n_q - r)) >= 2; r += nr) {
-      const auto rows = V::first(nr);
-      typename V::F v[W];
-      int64_t nk[W];
-      for (int i = 0; i < W; ++i) {
-        nk[i] = i < nr ? f.row_keys(r + i) : 0;
-        v[i] = row_max<V>(f.p + (r + i) * ldp, nk[i], V::set1(-__builtin_inff()));
-      }
-      const auto old_max = V::load_or_neg_inf(f.max + r, rows);
-      const auto m =
-          V::max(old_max, V::transpose_reduce(v, [](auto a, auto b) { return V::max(a, b); }));
-      const auto cr = exp_clamped<V>(V::sub(old_max, m));  // (lanes past nr: NaN, not stored)
-      for (int i = 0; i < W; ++i) {
-        v[i] =
-            i < nr ? dots.exp_row(f.p + (r + i) * ldp, nk[i], V::broadcast_lane(m, i)) : V::zero();
-      }
-      const auto sums = V::transpose_reduce(v, [](auto a, auto b) { return V::add(a, b); });
-      V::mask_store(f.sum + r, rows, V::fma(V::maskz_load(f.sum + r, rows), cr, sums));
-      V::mask_store(f.max + r, rows, m);
-      V::mask_store(corr + r % kMaxRows, rows, cr);
-      if (ready(r + nr - 1)) accumulate_through(r + nr - 1);
+  // Up to W rows at once, one lane per row for the maxima, corrections and sums (see
+  // V::transpose_reduce; a decode fold's 8 rows fill half an AVX-512 vector): one row at
+  // a time, each row's chain of horizontal reductions and exps ran nearly serially and
+  // cost more than its 128 fmas. For finite scores every value is the one the per-row
+  // loop below computes (with a NaN score the two may disagree on whether the row's max
+  // is NaN).
+  constexpr int W = static_cast<int>(V::W);
+  for (int64_t nr; (nr = std::min<int64_t>(W, f.n_q - r)) >= 2; r += nr) {
+    const auto rows = V::first(nr);
+    typename V::F v[W];
+    int64_t nk[W];
+    for (int i = 0; i < W; ++i) {
+      // Lanes past nr hold no row: -inf maxima and zero sums, nothing read.
+      nk[i] = i < nr ? f.row_keys(r + i) : 0;
+      v[i] = i < nr ? row_max<V>(f.p + (r + i) * ldp, nk[i], V::set1(-__builtin_inff()))
+                    : V::set1(-__builtin_inff());
     }
+    const auto old_max = V::load_or_neg_inf(f.max + r, rows);
+    const auto m =
+        V::max(old_max, V::transpose_reduce(v, [](auto a, auto b) { return V::max(a, b); }));
+    const auto cr = exp_clamped<V>(V::sub(old_max, m));  // (lanes past nr: NaN, not stored)
+    for (int i = 0; i < W; ++i) {
+      v[i] = i < nr ? dots.exp_row(f.p + (r + i) * ldp, nk[i], V::broadcast_lane(m, i)) : V::zero();
+    }
+    const auto sums = V::transpose_reduce(v, [](auto a, auto b) { return V::add(a, b); });
+    V::mask_store(f.sum + r, rows, V::fma(V::maskz_load(f.sum + r, rows), cr, sums));
+    V::mask_store(f.max + r, rows, m);
+    V::mask_store(corr + r % kMaxRows, rows, cr);
+    if (ready(r + nr - 1)) accumulate_through(r + nr - 1);
   }
   for (; r < f.n_q; ++r) {
     const int64_t nk = f.row_keys(r);

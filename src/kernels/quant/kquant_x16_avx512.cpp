@@ -48,6 +48,12 @@ inline void q6_vecs(const BlockQ6_Kx16& wb, __m512i (&q)[4]) {
                                    _mm512_srli_epi16(h, 2), bits45, kOrAnd);
 }
 
+// The 16 sub-block scales of a block as float (exact).
+inline __m512 q6_scales_f(const BlockQ6_Kx16& wb) {
+  return _mm512_cvtepi32_ps(
+      _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales))));
+}
+
 // One row x T tokens: each super-block's quants are unpacked once and used for T tokens.
 template <int T, bool kPageKick>
 void gemm_tile(int64_t nb, const BlockQ6_Kx16* w, const uint8_t* a, int64_t a_stride, float* y,
@@ -147,8 +153,7 @@ void gemm_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a
     for (int t = 0; t < T; ++t) ad[t] = _mm512_set1_ps(ab[t]->d);
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      const __m512 scales = _mm512_cvtepi32_ps(
-          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[r]->scales))));
+      const __m512 scales = q6_scales_f(*wb[r]);
       const __m512 dw = _mm512_set1_ps(_cvtsh_ss(wb[r]->d));
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
@@ -183,8 +188,7 @@ struct AmxQ6 {
     for (int k = 0; k < 4; ++k) q[k] = _mm512_sub_epi8(q[k], _mm512_set1_epi8(32));
   }
   static __m512 lane_scales(const Block& wb) {
-    return _mm512_cvtepi32_ps(
-        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales))));
+    return q6_scales_f(wb);
   }
 };
 
