@@ -5,24 +5,12 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "kernels/cpu/ops.h"
 
 namespace strata {
 
 int32_t argmax(std::span<const float> logits) {
-  if (logits.empty()) return 0;
-  // The best value kept in a register: comparing against logits[best] reloaded it every
-  // step, a chain through memory that made a greedy step's argmax over a 32000-token
-  // vocabulary take ~140 us (1.5% of a 1B model's decode step). The same comparisons, so
-  // the same token (the first maximum; 0 when logits[0] is NaN).
-  int32_t best = 0;
-  float top = logits[0];
-  for (size_t i = 1; i < logits.size(); ++i) {
-    if (logits[i] > top) {
-      top = logits[i];
-      best = static_cast<int32_t>(i);
-    }
-  }
-  return best;
+  return static_cast<int32_t>(kernels::argmax(logits.data(), static_cast<int64_t>(logits.size())));
 }
 
 Sampler::Sampler(const SamplingParams& params, int64_t n_vocab)

@@ -115,6 +115,37 @@ TEST(Ops, Avx2AddAndScaleMatchReferenceBitForBit) {
   }
 }
 
+// The first maximum by `>`, whatever the length, the SIMD tail, NaNs (never chosen; 0 when
+// x[0] is NaN), infinities, ties and signed zeros.
+TEST(Ops, Avx2ArgmaxMatchesReference) {
+  std::vector<float> probe = {1.0f, 3.0f, 3.0f, -2.0f};
+  EXPECT_EQ(ref::argmax(probe.data(), 4), 1);
+  probe[0] = std::nanf("");
+  EXPECT_EQ(ref::argmax(probe.data(), 4), 0);
+  EXPECT_EQ(ref::argmax(probe.data(), 0), 0);
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
+  const float nan = std::nanf(""), inf = INFINITY;
+  Rng rng(11);
+  for (const int64_t n : {1, 2, 7, 8, 9, 31, 32, 33, 40, 100, 32000, 32001}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      auto x = test::normal_floats(rng, n, 4.0f);
+      const int kind = trial % 8;
+      for (auto& v : x) {
+        const float u = rng.uniform(0.0f, 1.0f);
+        if (kind == 1 && u < 0.1f) v = nan;
+        if (kind == 2) v = std::round(v);  // many ties
+        if (kind == 3) v = u < 0.5f ? 0.0f : -0.0f;
+        if (kind == 4 && u < 0.05f) v = u < 0.025f ? inf : -inf;
+        if (kind == 5) v = u < 0.9f ? nan : v;
+        if (kind == 6) v = -inf;
+      }
+      if (kind == 7) x[0] = nan;
+      if (kind == 1 && trial % 3 == 0) x[static_cast<size_t>(n - 1)] = 1e30f;
+      ASSERT_EQ(ref::argmax(x.data(), n), avx2::argmax(x.data(), n)) << n << " kind " << kind;
+    }
+  }
+}
+
 // Both layouts, whole and partial rotations, with and without a SIMD tail: the same bits.
 TEST(Ops, Avx2RopeMatchesReferenceBitForBit) {
   if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";

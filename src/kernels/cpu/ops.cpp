@@ -37,7 +37,25 @@ void scale(float* out, const float* in, float s, int64_t n) {
   cpu_has_avx2_fma() ? avx2::scale(out, in, s, n) : ref::scale(out, in, s, n);
 }
 
+int64_t argmax(const float* x, int64_t n) {
+  return cpu_has_avx2_fma() ? avx2::argmax(x, n) : ref::argmax(x, n);
+}
+
 namespace ref {
+
+int64_t argmax(const float* x, int64_t n) {
+  // The best value kept in a register: comparing against x[best] reloads it every step,
+  // a dependency chain through memory.
+  int64_t best = 0;
+  float top = n > 0 ? x[0] : 0.0f;
+  for (int64_t i = 1; i < n; ++i) {
+    if (x[i] > top) {
+      top = x[i];
+      best = i;
+    }
+  }
+  return best;
+}
 
 void add(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];

@@ -27,6 +27,10 @@ void add(float* x, const float* y, int64_t n);
 // out[i] = in[i] * s. out may alias in.
 void scale(float* out, const float* in, float s, int64_t n);
 
+// The index of the first maximum of x[0..n) by `>`: NaNs never win, +0 and -0 tie, and
+// 0 when x[0] is NaN or n is 0 (greedy sampling's token).
+int64_t argmax(const float* x, int64_t n);
+
 namespace ref {  // the scalar definitions, also what the AVX2 versions are tested against
 void rmsnorm(const float* x, const float* weight, float* out, int64_t n, float eps);
 void swiglu(float* gate, const float* up, int64_t n);
@@ -34,6 +38,7 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dim, const fl
           const float* sin, bool neox);
 void add(float* x, const float* y, int64_t n);
 void scale(float* out, const float* in, float s, int64_t n);
+int64_t argmax(const float* x, int64_t n);
 }  // namespace ref
 
 }  // namespace strata::kernels

@@ -136,4 +136,36 @@ void scale(float* out, const float* in, float s, int64_t n) {
   for (; i < n; ++i) out[i] = in[i] * s;
 }
 
+// Two passes instead of the reference's serial compare-and-keep (a loop-carried chain of
+// ~4 cycles per element): the maximum of the non-NaN values in four independent vmaxps
+// chains, then the first element equal to it. vmaxps returns its second operand when
+// either is NaN, so a NaN element leaves the running maximum as it was; equality then
+// finds the reference's first maximum, +0 and -0 included.
+int64_t argmax(const float* x, int64_t n) {
+  if (n <= 1 || std::isnan(x[0])) return 0;
+  __m256 m[4];
+  for (auto& v : m) v = _mm256_set1_ps(x[0]);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) m[k] = _mm256_max_ps(_mm256_loadu_ps(x + i + 8 * k), m[k]);
+  }
+  for (; i + 8 <= n; i += 8) m[0] = _mm256_max_ps(_mm256_loadu_ps(x + i), m[0]);
+  __m256 v = _mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3]));
+  v = _mm256_max_ps(v, _mm256_permute2f128_ps(v, v, 1));
+  v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+  v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  float top = _mm256_cvtss_f32(v);
+  for (; i < n; ++i) top = x[i] > top ? x[i] : top;
+  const __m256 target = _mm256_set1_ps(top);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const int hits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + j), target, _CMP_EQ_OQ));
+    if (hits != 0) return j + __builtin_ctz(static_cast<unsigned>(hits));
+  }
+  for (; j < n; ++j)
+    if (x[j] == top) return j;
+  return 0;  // not reached: top is one of the elements
+}
+
 }  // namespace strata::kernels::avx2
