@@ -681,6 +681,23 @@ TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
   expect_extremes_match_scalar_models(KernelIsa::avx512_vnni);
 }
 
+// Rows long enough that the GEMM's register blocks take them in several spans of groups
+// (token_tiles.h: 8192 columns are 16 groups or 32 super-blocks, 3 spans, the last one
+// shorter), their accumulators carried between spans; 130 rows also run past one carry
+// buffer (64 rows), with a row left over.
+TEST(Interleaved, Avx512GemmBlocksOverSeveralSpansMatchScalarModels) {
+  if (cpu_kernel_isa() < KernelIsa::avx512_vnni) {
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or STRATA_NO_AVX512)";
+  }
+  Rng rng(8);
+  for (const Pair& p : kPairs) {
+    for (const int64_t rows : {5, 131}) {
+      for (const int64_t n_tokens : {4, 9})
+        expect_gemm_matches_scalar_model(KernelIsa::avx512_vnni, p, rows, 8192, n_tokens, rng);
+    }
+  }
+}
+
 // The AMX GEMMs of the group layouts (amx_group_gemm.h) and of the lane-scaled K layouts
 // (amx_lane_gemm.h: Q3_K_X16, Q6_K_X16): their scalar model of the tile instructions on
 // every AVX-512 VNNI CPU (every token count goes through the tiles), and the tiles

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "kernels/quant/block_span.h"
+
 namespace strata::kernels::avx512 {
 
 // 64 bytes loaded once into a register. A vector that several instructions read is
@@ -81,6 +83,35 @@ static inline void store_block_sums(const __m512 (&acc)[kRows][T], float* y, int
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) y[t * ldy + r] = hsum16(acc[r][t]);
     }
+  }
+}
+
+// A register block's accumulators at the start of its span (token_tiles.h's BlockSpan):
+// zero at the row's first group, else where the previous span left them.
+template <int kRows, int T>
+static inline void start_block(const BlockSpan& span, __m512 (&acc)[kRows][T]) {
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+      acc[r][t] =
+          span.begin == 0 ? _mm512_setzero_ps() : _mm512_load_ps(span.carry + (r * T + t) * 16);
+  }
+}
+
+// At the end of a span: the lane sums into y after the row's last group, else the
+// accumulators back into the carry for the next span (the same floats, so the same bits).
+template <int kRows, int T>
+static inline void finish_block(const BlockSpan& span, const __m512 (&acc)[kRows][T], float* y,
+                                int64_t ldy) {
+  if (span.end == span.n) {
+    store_block_sums<kRows, T>(acc, y, ldy);
+    return;
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) _mm512_store_ps(span.carry + (r * T + t) * 16, acc[r][t]);
   }
 }
 

@@ -126,17 +126,18 @@ void lane_scaled_tile(int64_t nb, const typename W::Block* w, const uint8_t* a, 
 // unpacked once, feeding 4 x kRows independent vpdpbusd chains. The integer and float
 // steps (and their order) are lane_scaled_tile's, so every output is its bits.
 template <class W, int kRows>
-void lane_scaled_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
-                       int64_t a_stride, float* y, int64_t ldy) {
+[[gnu::noinline]] void lane_scaled_block(const BlockSpan& span, const uint8_t* w, int64_t w_stride,
+                                         const uint8_t* a, int64_t a_stride, float* y,
+                                         int64_t ldy) {
   using Block = typename W::Block;
   constexpr int T = 4;
   __m512 acc[kRows][T];
-#pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
-  for (int64_t b = 0; b < nb; ++b) {
+  start_block(span, acc);
+  // The span's first group at offset 0: the loop as over a whole row.
+  w += span.begin * static_cast<int64_t>(sizeof(Block));
+  a += span.begin * static_cast<int64_t>(sizeof(BlockQ8_Kx16A));
+  const int64_t n_groups = span.end - span.begin;
+  for (int64_t b = 0; b < n_groups; ++b) {
     const BlockQ8_Kx16A* ab[T];
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t)
@@ -192,16 +193,16 @@ void lane_scaled_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uin
       }
     }
   }
-  store_block_sums<kRows, T>(acc, y, ldy);
+  finish_block(span, acc, y, ldy);
 }
 
 // The row kernel for gemm_by_row_blocks and vec_dot_by_row_tile (token_tiles.h).
 template <class W>
 struct LaneScaledRows {
   static constexpr int kBlockRows = 2;
-  static void block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
+  static void block(const BlockSpan& span, const uint8_t* w, int64_t w_stride, const uint8_t* a,
                     int64_t a_stride, float* y, int64_t ldy) {
-    lane_scaled_block<W, kBlockRows>(nb, w, w_stride, a, a_stride, y, ldy);
+    lane_scaled_block<W, kBlockRows>(span, w, w_stride, a, a_stride, y, ldy);
   }
   template <int T, bool kPageKick>
   static void tile(int64_t nb, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,

@@ -99,17 +99,17 @@ void gemm_tile(int64_t nb, const BlockQ6_Kx16* w, const uint8_t* a, int64_t a_st
 // float(lanes) * float(scales) is float(lanes * scales), gemm_tile's vpmulld and convert,
 // bit for bit, in one multiply. The fmas are gemm_tile's, so every output is its bits.
 template <int kRows>
-void gemm_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a, int64_t a_stride,
-                float* y, int64_t ldy) {
+[[gnu::noinline]] void gemm_block(const BlockSpan& span, const uint8_t* w, int64_t w_stride,
+                                  const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
   constexpr int T = 4;
   const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
   __m512 acc[kRows][T];
-#pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
-  for (int64_t b = 0; b < nb; ++b) {
+  start_block(span, acc);
+  // The span's first group at offset 0: the loop as over a whole row.
+  w += span.begin * static_cast<int64_t>(sizeof(BlockQ6_Kx16));
+  a += span.begin * static_cast<int64_t>(sizeof(BlockQ8_Kx16A));
+  const int64_t n_groups = span.end - span.begin;
+  for (int64_t b = 0; b < n_groups; ++b) {
     const BlockQ8_Kx16A* ab[T];
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t)
@@ -162,15 +162,15 @@ void gemm_block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a
       }
     }
   }
-  store_block_sums<kRows, T>(acc, y, ldy);
+  finish_block(span, acc, y, ldy);
 }
 
 // The row kernel for gemm_rows_by_token_tiles and gemm_by_row_blocks (token_tiles.h).
 struct Rows {
   static constexpr int kBlockRows = 2;
-  static void block(int64_t nb, const uint8_t* w, int64_t w_stride, const uint8_t* a,
+  static void block(const BlockSpan& span, const uint8_t* w, int64_t w_stride, const uint8_t* a,
                     int64_t a_stride, float* y, int64_t ldy) {
-    gemm_block<kBlockRows>(nb, w, w_stride, a, a_stride, y, ldy);
+    gemm_block<kBlockRows>(span, w, w_stride, a, a_stride, y, ldy);
   }
   template <int T, bool kPageKick>
   static void tile(int64_t nb, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,

@@ -156,19 +156,20 @@ void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride,
 // factors come from `factors` (kLaneFactorFloats per group, rows ng groups apart), unpacked
 // by the caller once for all token tiles (FactorGroupRows).
 template <class W, int kRows, bool kGivenFactors>
-void gemm_block(int64_t ng, const uint8_t* w, int64_t w_stride, const float* factors,
-                const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
+[[gnu::noinline]] void gemm_block(const BlockSpan& span, const uint8_t* w, int64_t w_stride,
+                                  const float* factors, const uint8_t* a, int64_t a_stride,
+                                  float* y, int64_t ldy) {
   using Group = typename W::Group;
   constexpr int T = 4;
   constexpr bool kSplit = W::kSplitChains;
   const __m512i mask = _mm512_set1_epi8(0x0f);
   __m512 acc[kRows][T];
-#pragma GCC unroll 4
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
-  for (int64_t g = 0; g < ng; ++g) {
+  start_block(span, acc);
+  // The span's first group at offset 0: the loop as over a whole row.
+  w += span.begin * static_cast<int64_t>(sizeof(Group));
+  a += span.begin * static_cast<int64_t>(sizeof(BlockQ8_0x16A));
+  const int64_t n_groups = span.end - span.begin;
+  for (int64_t g = 0; g < n_groups; ++g) {
     const BlockQ8_0x16A* ag[T];
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t)
@@ -255,7 +256,7 @@ void gemm_block(int64_t ng, const uint8_t* w, int64_t w_stride, const float* fac
     for (int r = 0; r < kRows; ++r) {
       __m512 dw, mw;
       if constexpr (kGivenFactors) {
-        const float* f = factors + (r * ng + g) * kLaneFactorFloats;
+        const float* f = factors + (r * span.n + span.begin + g) * kLaneFactorFloats;
         dw = _mm512_load_ps(f);
         if constexpr (W::kHasMin) mw = _mm512_load_ps(f + 16);
       } else {
@@ -272,7 +273,7 @@ void gemm_block(int64_t ng, const uint8_t* w, int64_t w_stride, const float* fac
       }
     }
   }
-  store_block_sums<kRows, T>(acc, y, ldy);
+  finish_block(span, acc, y, ldy);
 }
 
 // The row kernel for gemm_rows_by_token_tiles and gemm_by_row_blocks (token_tiles.h).
@@ -286,9 +287,9 @@ struct GroupRows {
                    int64_t ldy) {
     gemm_tile<W, T, kPageKick>(ng, w, a, a_stride, y, ldy);
   }
-  static void block(int64_t ng, const uint8_t* w, int64_t w_stride, const uint8_t* a,
+  static void block(const BlockSpan& span, const uint8_t* w, int64_t w_stride, const uint8_t* a,
                     int64_t a_stride, float* y, int64_t ldy) {
-    gemm_block<W, kBlockRows, false>(ng, w, w_stride, nullptr, a, a_stride, y, ldy);
+    gemm_block<W, kBlockRows, false>(span, w, w_stride, nullptr, a, a_stride, y, ldy);
   }
 };
 
@@ -310,9 +311,10 @@ struct FactorGroupRows : GroupRows<W> {
       }
     }
   }
-  static void block_with(int64_t ng, const uint8_t* w, int64_t w_stride, const float* factors,
-                         const uint8_t* a, int64_t a_stride, float* y, int64_t ldy) {
-    gemm_block<W, GroupRows<W>::kBlockRows, true>(ng, w, w_stride, factors, a, a_stride, y, ldy);
+  static void block_with(const BlockSpan& span, const uint8_t* w, int64_t w_stride,
+                         const float* factors, const uint8_t* a, int64_t a_stride, float* y,
+                         int64_t ldy) {
+    gemm_block<W, GroupRows<W>::kBlockRows, true>(span, w, w_stride, factors, a, a_stride, y, ldy);
   }
 };
 
