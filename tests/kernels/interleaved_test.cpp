@@ -682,9 +682,9 @@ TEST(Interleaved, Avx512KernelsMatchScalarModelsBitForBit) {
 }
 
 // Rows long enough that the GEMM's register blocks take them in several spans of groups
-// (token_tiles.h: 8192 columns are 16 groups or 32 super-blocks, 3 spans, the last one
-// shorter), their accumulators carried between spans; 130 rows also run past one carry
-// buffer (64 rows), with a row left over.
+// (token_tiles.h: the group layouts' 8192 columns are 16 groups in 3 spans, the last one
+// shorter; the K layouts take whole rows), their accumulators carried between spans; 131
+// rows also run past one carry buffer (64 rows), with a row left over.
 TEST(Interleaved, Avx512GemmBlocksOverSeveralSpansMatchScalarModels) {
   if (cpu_kernel_isa() < KernelIsa::avx512_vnni) {
     GTEST_SKIP() << "no AVX-512 VNNI on this CPU (or STRATA_NO_AVX512)";

@@ -82,7 +82,9 @@ inline void gemm_by_row_tiles(int64_t n_blocks, const void* w, int64_t w_stride,
 // weight rows together pass kSpanFrom bytes, into equal spans of at most kSpanBytes: on a
 // 32 KB L1 (Zen 4) Q8_0 blocks over whole 5632-column rows (28 KB of activations, 12 KB
 // of weights) ran at 75-80% of their rate at 2048 columns, every layout at 14336 columns
-// at 70-85%; while Q4_0 at 5632 (34.5 KB in all) lost 5-8% when split.
+// at 70-85%; while Q4_0 at 5632 (34.5 KB in all) lost 5-8% when split. Only kernels that
+// set Kernel::kSplitLongRows are split: the lane-scaled K layouts' blocks (Q6_K_X16,
+// Q3_K_X16; ~2x the instructions per weight byte) lost 2-6% at 5632-14336 columns.
 constexpr int64_t kSpanFrom = 36 * 1024;
 constexpr int64_t kSpanBytes = 24 * 1024;
 // Blocks of a token tile whose accumulators are carried between spans at a time.
@@ -94,7 +96,11 @@ template <class Kernel>
                                            float* y, int64_t ldy, const float* factors = nullptr) {
   constexpr int64_t R = Kernel::kBlockRows;
   const int64_t row_bytes = 4 * a_stride + R * w_stride;
-  const int64_t n_spans = row_bytes <= kSpanFrom ? 1 : (row_bytes + kSpanBytes - 1) / kSpanBytes;
+  int64_t n_spans = 1;
+  if constexpr (requires { Kernel::kSplitLongRows; }) {
+    if (Kernel::kSplitLongRows && row_bytes > kSpanFrom)
+      n_spans = (row_bytes + kSpanBytes - 1) / kSpanBytes;
+  }
   const int64_t span_groups = (n_blocks + n_spans - 1) / n_spans;
   alignas(64) float carry[kCarryRows * 4 * 16];
   const int64_t block_rows = nr / R * R;

@@ -282,6 +282,7 @@ struct GroupRows {
   // 2 rows x 4 tokens: 8 (Q8_0: 16) int32 and 8 float accumulators, 4 activation vectors.
   // 3 and 4 rows measured no faster (4 spills float accumulators).
   static constexpr int kBlockRows = 2;
+  static constexpr bool kSplitLongRows = true;  // token_tiles.h
   template <int T, bool kPageKick>
   static void tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
                    int64_t ldy) {
