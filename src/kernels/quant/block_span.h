@@ -1,8 +1,9 @@
 // The part of a row that one call of a GEMM register block covers. A 4-token tile's
 // activations for a long row do not fit L1 beside the weight rows streaming past them
 // (Q8_0 at 5632 columns: 4 x 11 groups x 640 bytes = 28 KB of a Zen 4's 32 KB), so
-// token_tiles.h hands the blocks a row in spans of groups (or super-blocks) whose
-// activations do fit, every block of the row panel over one span before the next.
+// token_tiles.h hands the blocks of the layouts that ask for it (kSplitLongRows) a row in
+// spans of groups whose activations do fit, every block of the row panel over one span
+// before the next; the others get the whole row as one span.
 #pragma once
 
 #include <cstdint>

@@ -153,7 +153,7 @@ void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride,
 // convert, scale multiply and fma. Per 8 vpdpbusd that leaves ~2.5 other vector
 // instructions (the row tile: ~8, and a load per vpdpbusd). The integer sums and the float
 // steps are gemm_tile's, so every output is its bits. With kGivenFactors each row's lane
-// factors come from `factors` (kLaneFactorFloats per group, rows ng groups apart), unpacked
+// factors come from `factors` (kLaneFactorFloats per group, rows span.n groups apart), unpacked
 // by the caller once for all token tiles (FactorGroupRows).
 template <class W, int kRows, bool kGivenFactors>
 [[gnu::noinline]] void gemm_block(const BlockSpan& span, const uint8_t* w, int64_t w_stride,
