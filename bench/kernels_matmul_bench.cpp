@@ -1,6 +1,7 @@
 // matmul throughput per weight type at Llama-like shapes (rows x cols: 2048x2048,
 // 5632x2048 as in the FFN up/gate projections, 2048x5632 as in the down projection), for
-// decode (1 token), batched decode (16 tokens) and prefill (64 and 512 tokens).
+// decode (1 token), batched decode (16 tokens) and prefill (64 and 512 tokens), and
+// prefill over long rows (1024x8192, 1024x14336; 512 tokens).
 //
 // Counters: `weights` = weight bytes read per call as a rate (GB/s, what bounds decode),
 // `flops` = 2 * rows * cols * tokens as a rate (GFLOP/s, what bounds prefill).
@@ -255,6 +256,20 @@ int main(int argc, char** argv) {
         b->Unit(benchmark::kMicrosecond);
         if (!g_cpu_time) b->UseRealTime();
       }
+    }
+  }
+  // Prefill over long rows (Llama-3-8B's down projection has 14336 columns): where a
+  // 4-token tile's activations no longer fit L1 beside the weights (token_tiles.h's spans).
+  const int64_t long_rows[][2] = {{1024, 8192}, {1024, 14336}};
+  for (DType t : types) {
+    for (const auto& shape : long_rows) {
+      const std::string name = "matmul/" + std::string(strata::dtype_name(t)) + "/" +
+                               std::to_string(shape[0]) + "x" + std::to_string(shape[1]) +
+                               "/tokens:512/threads:" + std::to_string(threads);
+      auto* b =
+          benchmark::RegisterBenchmark(name.c_str(), bm_matmul, t, shape[0], shape[1], 512, false);
+      b->Unit(benchmark::kMicrosecond);
+      if (!g_cpu_time) b->UseRealTime();
     }
   }
   for (DType t : types) {
