@@ -698,6 +698,25 @@ TEST(Interleaved, Avx512GemmBlocksOverSeveralSpansMatchScalarModels) {
   }
 }
 
+// The AVX2 row tiles over spans (token_tiles.h): a 4-token tile of a group layout at 10240
+// columns reads 57 KB a row pass, so it runs 3 spans of 7, 7 and 6 groups, its
+// accumulators carried between them; 131 rows run past one carry buffer (64 rows). Both
+// builds of the tiles where the CPU has AVX-VNNI.
+TEST(Interleaved, Avx2TilesOverSeveralSpansMatchScalarModels) {
+  if (cpu_kernel_isa() < KernelIsa::avx2) GTEST_SKIP() << "no AVX2 on this CPU (or STRATA_NO_AVX2)";
+  std::vector<Kernels> levels{Kernels(KernelIsa::avx2)};
+  if (cpu_has_avx_vnni()) levels.emplace_back(KernelIsa::avx2, true);
+  Rng rng(9);
+  for (const Kernels& k : levels) {
+    for (const Pair& p : kPairs) {
+      for (const int64_t rows : {5, 131}) {
+        for (const int64_t n_tokens : {4, 9})
+          expect_gemm_matches_scalar_model(k, p, rows, 10240, n_tokens, rng);
+      }
+    }
+  }
+}
+
 // The AMX GEMMs of the group layouts (amx_group_gemm.h) and of the lane-scaled K layouts
 // (amx_lane_gemm.h: Q3_K_X16, Q6_K_X16): their scalar model of the tile instructions on
 // every AVX-512 VNNI CPU (every token count goes through the tiles), and the tiles

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/quant/block_span.h"
+
 // The namespace of the AVX2 kernels a file defines: avx2, or avx2vnni where an
 // *_avxvnni.cpp file compiles the same source again with AVX-VNNI (kernels_avx2.h).
 #ifndef STRATA_AVX2_NS
@@ -105,6 +107,37 @@ static inline __m256i broadcast_i16_mask(int j) {
 static inline __m256i pair_i16_mask(int j) {
   return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(((2 * j + 3) << 8) | (2 * j + 2))),
                           _mm_set1_epi16(static_cast<int16_t>(((2 * j + 1) << 8) | (2 * j))));
+}
+
+// The AVX2 row tiles' accumulators (acc[0]: lanes 0-7 of every group or super-block,
+// acc[1]: lanes 8-15) at the start of a span: zero at the row's first group, else the
+// carry the previous span left (2 x T x 8 floats, 32-byte aligned).
+template <int T>
+static inline void start_halves(const BlockSpan& span, __m256 (&acc)[2][T]) {
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t)
+      acc[h][t] =
+          span.begin == 0 ? _mm256_setzero_ps() : _mm256_load_ps(span.carry + (h * T + t) * 8);
+  }
+}
+
+// At the end of a span: each token's sum into y after the row's last group (lanes i and
+// i + 8 added, then hsum's tree), else the accumulators back into the carry.
+template <int T>
+static inline void finish_halves(const BlockSpan& span, const __m256 (&acc)[2][T], float* y,
+                                 int64_t ldy) {
+  if (span.end == span.n) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));
+    return;
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) _mm256_store_ps(span.carry + (h * T + t) * 8, acc[h][t]);
+  }
 }
 
 }  // namespace strata::kernels::STRATA_AVX2_NS

@@ -59,16 +59,24 @@ inline __m256 half_scales(const uint16_t* d) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
 }
 
-// One row x T tokens. Each half-group's weights are unpacked once and used for T tokens;
-// acc[0] holds lanes (blocks) 0-7 of every group, acc[1] lanes 8-15. With kPageKick each
+// One row x T tokens over the span's groups. Each half-group's weights are unpacked once
+// and used for T tokens; acc[0] holds lanes (blocks) 0-7 of every group, acc[1] lanes 8-15,
+// started from the span's carry after its first span and left there before its last
+// (the same floats in the same order, so the same bits as one pass over the row); without
+// kCarry the span is the whole row, as in a GEMV (no carry code there). With kPageKick each
 // group also starts the hardware prefetcher on the page ahead (core/prefetch.h).
-template <class W, int T, bool kPageKick>
-void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
-               int64_t ldy) {
+template <class W, int T, bool kPageKick, bool kCarry>
+void gemm_tile(const BlockSpan& span, const uint8_t* w, const uint8_t* a, int64_t a_stride,
+               float* y, int64_t ldy) {
   __m256 acc[2][T];
+  if constexpr (kCarry) {
+    start_halves(span, acc);
+  } else {
 #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
-  for (int64_t g = 0; g < ng; ++g) {
+    for (int t = 0; t < T; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps();
+  }
+  const int64_t g0 = span.begin, g1 = span.end;
+  for (int64_t g = g0; g < g1; ++g) {
     const auto& group = reinterpret_cast<const typename W::Group*>(w)[g];
     if constexpr (kPageKick) prefetch_page_ahead(&group, sizeof(typename W::Group));
 #pragma GCC unroll 2
@@ -88,18 +96,29 @@ void gemm_tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride,
       }
     }
   }
+  if constexpr (kCarry) {
+    finish_halves(span, acc, y, ldy);
+  } else {
 #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t)
-    y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));  // i + 8, then hsum's tree
+    for (int t = 0; t < T; ++t)
+      y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));  // i + 8, then hsum's tree
+  }
 }
 
-// The row kernel for gemm_rows_by_token_tiles (token_tiles.h).
+// The row kernel for gemm_rows_by_token_tiles (token_tiles.h), its 4-token tiles over
+// spans of long rows.
 template <class W>
 struct GroupRows {
+  static constexpr bool kSplitLongRows = true;
   template <int T, bool kPageKick>
   static void tile(int64_t ng, const uint8_t* w, const uint8_t* a, int64_t a_stride, float* y,
                    int64_t ldy) {
-    gemm_tile<W, T, kPageKick>(ng, w, a, a_stride, y, ldy);
+    gemm_tile<W, T, kPageKick, false>(BlockSpan{0, ng, ng, nullptr}, w, a, a_stride, y, ldy);
+  }
+  template <int T, bool kPageKick>
+  static void span_tile(const BlockSpan& span, const uint8_t* w, const uint8_t* a, int64_t a_stride,
+                        float* y, int64_t ldy) {
+    gemm_tile<W, T, kPageKick, true>(span, w, a, a_stride, y, ldy);
   }
 };
 
