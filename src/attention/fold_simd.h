@@ -67,7 +67,13 @@ inline int64_t rows_per_slice(const FoldTile& f, int64_t limit) {
 // fold's score and value passes. Each pass works on a copy (LinePrefetchPass), so that
 // the state stays in registers through the pass's loop: kept
 // in the caller's object, every step stored and reloaded it, and the 8-row decode fold
-// spent a third of its score time in step().
+// spent a third of its score time in step(). The lines go to L2 (prefetcht1), not L1: a
+// fold's tiles (16 KiB of bf16 K and V at 4 blocks) and the next fold's together fill a 32
+// KiB L1, so lines prefetched into it were evicted before use; into L2, an 8-row decode
+// fold streaming bf16 tiles from memory ran 8-12 -> 15-18 GB/s on one Zen 4 core
+// (attention_fold_bench blocks:16384 rows:8; f32 tiles 10 -> 18-21), prefill folds
+// (rows:32) unchanged, and tg64 at 16K depth (Q4_0, 2 threads) 27.5-28.3 -> 31.1-32.5
+// tok/s.
 class LinePrefetcher {
  public:
   LinePrefetcher(const FoldTile& f, int64_t n_steps) : f_(&f) {
@@ -90,7 +96,7 @@ class LinePrefetcher {
         cur_ = static_cast<const char*>(f_->next[r_]);
         end_ = cur_ + f_->next_bytes;
       }
-      prefetch_l1(cur_);
+      prefetch_l2(cur_);
       cur_ += 64;
     }
   }

@@ -19,6 +19,15 @@ inline void prefetch_l1(const void* p) {
 #endif
 }
 
+// Into L2 (and the levels below), not L1: for data needed after the working set now in L1.
+inline void prefetch_l2(const void* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetcht1 %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 0, 2);
+#endif
+}
+
 // The page kick. Hardware stream prefetchers do not cross a 4 KiB boundary (physical
 // pages may not be contiguous), huge pages or not, so a kernel streaming weights from
 // memory starts every 4 KiB with demand misses until the prefetcher has found the stream
