@@ -140,7 +140,7 @@ inline void quant_scores_tile(const FoldTile& f, const QueryPass<R>& q,
         const auto dot = V::to_float(a[r][c]);
         auto s = g == 0 ? V::mul(dot, w) : V::fma(dot, w, V::maskz_load(dst, m[c]));
         if (g == n_groups - 1) s = V::mul(s, V::set1(f.scale));
-        V::mask_store(dst, m[c], s);
+        store_first<V>(dst, col[c].n_valid, s);
       }
     }
   }
