@@ -63,8 +63,8 @@ inline int64_t rows_per_slice(const FoldTile& f, int64_t limit) {
 }
 
 // The first n lanes of x (all of them when n >= V::W) stored at p: a whole vector by a
-// plain store, since AVX2's masked store (vmaskmovps) is microcoded on AMD cores, about 12
-// cycles each on Zen 4 (widening a decode fold's f16 tiles spent 90% of its time there).
+// plain store, since AVX2's masked store (vmaskmovps) is microcoded on AMD cores (on Zen 4,
+// widening a decode fold's f16 tiles spent 90% of its time on it).
 template <class V>
 inline void store_first(float* p, int64_t n, typename V::F x) {
   if (n >= V::W) {
@@ -80,8 +80,8 @@ inline void store_first(float* p, int64_t n, typename V::F x) {
 // the state stays in registers through the pass's loop: kept
 // in the caller's object, every step stored and reloaded it, and the 8-row decode fold
 // spent a third of its score time in step(). The lines go to L2 (prefetcht1), not L1: a
-// fold's tiles (16 KiB of bf16 K and V at 4 blocks) and the next fold's together fill a 32
-// KiB L1, so lines prefetched into it were evicted before use; into L2, an 8-row decode
+// fold's tiles (16-32 KiB of bf16 K and V: 4-8 blocks) and the next fold's do not fit a 32
+// KiB L1 together, so lines prefetched into it were evicted before use; into L2, an 8-row decode
 // fold streaming bf16 tiles from memory ran 8-12 -> 15-18 GB/s on one Zen 4 core
 // (attention_fold_bench blocks:16384 rows:8; f32 tiles 10 -> 18-21), prefill folds
 // (rows:32) unchanged, and tg64 at 16K depth (Q4_0, 2 threads) 27.5-28.3 -> 31.1-32.5

@@ -699,7 +699,7 @@ TEST(Interleaved, Avx512GemmBlocksOverSeveralSpansMatchScalarModels) {
 }
 
 // The AVX2 row tiles over spans (token_tiles.h): a 4-token tile of a group layout at 10240
-// columns reads 57 KB a row pass, so it runs 3 spans of 7, 7 and 6 groups, its
+// columns reads 57-62 KB a row pass, so it runs 3 spans of 7, 7 and 6 groups, its
 // accumulators carried between them; 131 rows run past one carry buffer (64 rows). Both
 // builds of the tiles where the CPU has AVX-VNNI.
 TEST(Interleaved, Avx2TilesOverSeveralSpansMatchScalarModels) {
