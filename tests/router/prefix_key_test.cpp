@@ -10,16 +10,18 @@
 #include "model/model.h"
 #include "server/prompt_builder.h"
 #include "support/paths.h"
+#include "support/tiny_models.h"
 
 namespace strata::router {
 namespace {
 
-std::string tiny_model() {
-  return "/work/models/aidreams260K.gguf";
+// The real tiny model from ../shared, converted once per process (a path on one
+// developer's machine made this test skip everywhere else, CI included).
+const std::string& tiny_model() {
+  return strata::testing::aidreams_gguf();
 }
 
 TEST(PrefixKeyTest, MatchesTheEngineIdentityAndServerPrompt) {
-  if (!std::filesystem::exists(tiny_model())) GTEST_SKIP() << "no " << tiny_model();
   PrefixKeyer keyer({tiny_model(), 16, 4});
   auto model = Model::load(tiny_model(), {});
   const KvPlan plan = plan_kv(*model, EngineConfig{});
