@@ -14,7 +14,9 @@ namespace {
 struct Avx512Vec {
   static constexpr int64_t W = 16;
   static constexpr int kScoreRows = 6;      // 24 of the 32 registers hold scores
+  static constexpr int kScoreCols = 4;      // key columns (of W keys) per score pass
   static constexpr int kAccRows = 4;        // rows per value pass: 16 accumulators
+  static constexpr int kAccCols = 4;        // vectors per row in a value pass
   static constexpr int kWidenF16Rows = 16;  // f16 tiles widened once per fold from 16 rows
   using F = __m512;
   using Mask = __mmask16;

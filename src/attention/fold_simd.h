@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "attention/tile_kernels.h"
 #include "core/fp16.h"
@@ -72,6 +73,15 @@ inline void store_first(float* p, int64_t n, typename V::F x) {
   } else {
     V::mask_store(p, V::first(n), x);
   }
+}
+
+// A loaded vector kept in a register: with a plain load GCC may fold the load into each
+// fma that uses the vector (a memory operand), loading it once per row of a pass instead
+// of once per pass (masked loads do not fold). Plain key loads in the AVX2 score pass
+// that way ran 25% slower than the masked ones; kept in registers, the same speed.
+template <class F>
+inline void keep_in_register(F& x) {
+  __asm__("" : "+v"(x));
 }
 
 // Issues the prefetches of a fold's FoldTile::next spread over n_steps calls of step()
@@ -244,23 +254,40 @@ inline void scores_rows(int64_t n_rows, const float* q, int64_t hd, int64_t bs,
   }
 }
 
-// acc rows (R of them, stride hd, all with n keys) over columns [d0, d0 + 4W) clipped to
-// hd: acc = acc * c_r + sum_j p_r[j] * v_j[d], j in order over the fold's keys.
-template <class V, class Elem, int R>
+// scores_rows over nc columns, 1 <= nc <= C.
+template <class V, class Elem, int C>
+inline void scores_cols_of(int nc, int64_t n_rows, const float* q, int64_t hd, int64_t bs,
+                           const KeyColumn<Elem>* col, float scale, float* p, int64_t ldp,
+                           LinePrefetcher& pf) {
+  if constexpr (C > 1) {
+    if (nc < C)
+      return scores_cols_of<V, Elem, C - 1>(nc, n_rows, q, hd, bs, col, scale, p, ldp, pf);
+  }
+  scores_rows<V, Elem, C>(n_rows, q, hd, bs, col, scale, p, ldp, pf);
+}
+
+// acc rows (R of them, stride hd, all with n keys) over columns [d0, d0 + C W) clipped to
+// hd, C = V::kAccCols: acc = acc * c_r + sum_j p_r[j] * v_j[d], j in order over the fold's
+// keys. kFull: the strip lies inside hd, so its vectors load and store whole (plain loads
+// instead of AVX2's masked ones, and no mask registers held through the key loop).
+template <class V, class Elem, int R, bool kFull>
 inline void accumulate_rows(const float* p, int64_t ldp, const FoldTile& f, int64_t n, int64_t d0,
                             const float* c, float* acc, LinePrefetcher& shared_pf) {
+  constexpr int C = V::kAccCols;
   LinePrefetchPass pf(shared_pf);
   const int64_t hd = f.head_dim, bs = f.block_size;
-  typename V::Mask mk[4];
+  typename V::Mask mk[C];
 #pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) mk[k] = V::first(hd - d0 - k * V::W);
-  typename V::F a[R][4];
+  for (int k = 0; k < C; ++k) mk[k] = V::first(kFull ? V::W : hd - d0 - k * V::W);
+  typename V::F a[R][C];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     const auto cr = V::set1(c[r]);
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k)
-      a[r][k] = V::mul(V::maskz_load(acc + r * hd + d0 + k * V::W, mk[k]), cr);
+    for (int k = 0; k < C; ++k) {
+      const float* ap = acc + r * hd + d0 + k * V::W;
+      a[r][k] = V::mul(kFull ? V::load(ap) : V::maskz_load(ap, mk[k]), cr);
+    }
   }
   for (int64_t j = 0; j < n;) {  // block by block
     const int64_t key = f.j0 + j, slot = key % bs;
@@ -269,22 +296,29 @@ inline void accumulate_rows(const float* p, int64_t ldp, const FoldTile& f, int6
     for (int64_t i = 0; i < len; ++i, ++j) {
       pf.step();
       const Elem* vj = vb + i * hd;
-      typename V::F vk[4];
+      typename V::F vk[C];
 #pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) vk[k] = V::load_elems(vj + k * V::W, mk[k], hd - d0 - k * V::W);
+      for (int k = 0; k < C; ++k) {
+        if constexpr (kFull && std::is_same_v<Elem, float>) {
+          vk[k] = V::load(vj + k * V::W);
+          keep_in_register(vk[k]);
+        } else {
+          vk[k] = V::load_elems(vj + k * V::W, mk[k], kFull ? V::W : hd - d0 - k * V::W);
+        }
+      }
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const auto pj = V::set1(p[r * ldp + j]);
 #pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k) a[r][k] = V::fma(pj, vk[k], a[r][k]);
+        for (int k = 0; k < C; ++k) a[r][k] = V::fma(pj, vk[k], a[r][k]);
       }
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k)
-      store_first<V>(acc + r * hd + d0 + k * V::W, hd - d0 - k * V::W, a[r][k]);
+    for (int k = 0; k < C; ++k)
+      store_first<V>(acc + r * hd + d0 + k * V::W, kFull ? V::W : hd - d0 - k * V::W, a[r][k]);
 }
 
 // Lane-wise max of init and a score row's first nk values (nk >= 1).
@@ -330,34 +364,20 @@ struct FmaDots {
   // The prefetcher's steps over a fold: one per dimension of each score pass and column
   // group, then one per key of each value pass and column strip.
   static int64_t prefetch_steps(const FoldTile& f) {
-    const int64_t keys = f.j1 - f.j0, strip = 4 * V::W;
+    const int64_t keys = f.j1 - f.j0, strip = V::kScoreCols * V::W;
     return (f.n_q + V::kScoreRows - 1) / V::kScoreRows * ((keys + strip - 1) / strip) * f.head_dim +
            value_prefetch_steps(f);
   }
   static int64_t value_prefetch_steps(const FoldTile& f) {
-    const int64_t keys = f.j1 - f.j0, strip = 4 * V::W;
+    const int64_t keys = f.j1 - f.j0, strip = V::kAccCols * V::W;
     return (f.n_q + V::kAccRows - 1) / V::kAccRows * ((f.head_dim + strip - 1) / strip) * keys;
   }
   void scores(const FoldTile& f, int64_t ldp, LinePrefetcher& pf) const {
     const int64_t hd = f.head_dim, bs = f.block_size;
     KeyColumns<V, Elem> columns(f);
-    KeyColumn<Elem> col[4];
-    for (int nc; (nc = columns.next(col, 4)) > 0;) {
-      switch (nc) {
-        case 4:
-          scores_rows<V, Elem, 4>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf);
-          break;
-        case 3:
-          scores_rows<V, Elem, 3>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf);
-          break;
-        case 2:
-          scores_rows<V, Elem, 2>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf);
-          break;
-        default:
-          scores_rows<V, Elem, 1>(f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf);
-          break;
-      }
-    }
+    KeyColumn<Elem> col[V::kScoreCols];
+    for (int nc; (nc = columns.next(col, V::kScoreCols)) > 0;)
+      scores_cols_of<V, Elem, V::kScoreCols>(nc, f.n_q, f.q, hd, bs, col, f.scale, f.p, ldp, pf);
   }
   typename V::F exp_row(float* p, int64_t nk, typename V::F m) const {
     return simd::exp_row<V, kRoundBf16>(p, nk, m);
@@ -366,10 +386,27 @@ struct FmaDots {
   template <int R>
   void accumulate(const float* p, int64_t ldp, const FoldTile& f, int64_t n, const float* c,
                   float* acc, LinePrefetcher& pf) const {
-    for (int64_t d0 = 0; d0 < f.head_dim; d0 += 4 * V::W)
-      accumulate_rows<V, Elem, R>(p, ldp, f, n, d0, c, acc, pf);
+    constexpr int64_t kStrip = V::kAccCols * V::W;
+    for (int64_t d0 = 0; d0 < f.head_dim; d0 += kStrip) {
+      if (d0 + kStrip <= f.head_dim) {
+        accumulate_rows<V, Elem, R, true>(p, ldp, f, n, d0, c, acc, pf);
+      } else {
+        accumulate_rows<V, Elem, R, false>(p, ldp, f, n, d0, c, acc, pf);
+      }
+    }
   }
 };
+
+// dots.accumulate<rows> for 1 <= rows <= R.
+template <int R, class Dots>
+inline void accumulate_rows_of(const Dots& dots, int64_t rows, const float* p, int64_t ldp,
+                               const FoldTile& f, int64_t n, const float* c, float* acc,
+                               LinePrefetcher& pf) {
+  if constexpr (R > 1) {
+    if (rows < R) return accumulate_rows_of<R - 1>(dots, rows, p, ldp, f, n, c, acc, pf);
+  }
+  dots.template accumulate<R>(p, ldp, f, n, c, acc, pf);
+}
 
 template <class V, class Dots>
 void fold_elems(const FoldTile& f, const Dots& dots) {
@@ -388,8 +425,8 @@ void fold_elems(const FoldTile& f, const Dots& dots) {
   constexpr int64_t kMaxRows = 64;
   float corr[kMaxRows];
   // 3. acc = acc * c + P V for rows [r / kMaxRows * kMaxRows, r] once their corrections
-  // are ready (r the last row of a kMaxRows group, or of the tile), up to 4 rows with the
-  // same keys at a time (so no row multiplies a value past its own keys, even by 0).
+  // are ready (r the last row of a kMaxRows group, or of the tile), up to V::kAccRows rows
+  // with the same keys at a time (so no row multiplies a value past its own keys, even by 0).
   auto accumulate_through = [&](int64_t r) {
     const int64_t g0 = r / kMaxRows * kMaxRows, g1 = r + 1;
     for (int64_t r0 = g0; r0 < g1;) {
@@ -399,20 +436,7 @@ void fold_elems(const FoldTile& f, const Dots& dots) {
       const float* pr = f.p + r0 * ldp;
       const float* cr0 = corr + (r0 - g0);
       float* acc = f.acc + r0 * hd;
-      switch (r1 - r0) {
-        case 4:
-          dots.template accumulate<4>(pr, ldp, f, nk, cr0, acc, pf);
-          break;
-        case 3:
-          dots.template accumulate<3>(pr, ldp, f, nk, cr0, acc, pf);
-          break;
-        case 2:
-          dots.template accumulate<2>(pr, ldp, f, nk, cr0, acc, pf);
-          break;
-        default:
-          dots.template accumulate<1>(pr, ldp, f, nk, cr0, acc, pf);
-          break;
-      }
+      accumulate_rows_of<V::kAccRows>(dots, r1 - r0, pr, ldp, f, nk, cr0, acc, pf);
       r0 = r1;
     }
   };

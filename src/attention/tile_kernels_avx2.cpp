@@ -13,14 +13,22 @@ namespace {
 // the horizontal reductions the fold needs.
 struct Avx2Vec : kernels::simd::Avx2Float {
   static constexpr int64_t W = 8;
-  // 8 of the 16 registers hold scores: with 3 rows (12), the 4 key vectors and the
-  // broadcast query element did not fit, and the pass spilled (3-8% slower, f16 tiles).
-  static constexpr int kScoreRows = 2;
-  static constexpr int kAccRows = 4;  // 2 was slower for 8 rows, no faster for 32
-  // f16 tiles are widened to float once per fold from this many rows (fold_simd.h
-  // fold): with 2-row score passes, an 8-row decode fold converted each key 4 times;
-  // widened, the 8-row f16 fold runs 34 -> 44 GFLOP/s.
-  static constexpr int kWidenF16Rows = 4;
+  // Score passes of 6 rows x 2 key columns (12 accumulators, 2 key vectors, the broadcast
+  // query element: 15 of the 16 registers) and value passes of 4 rows x 2 vectors (8
+  // accumulators): the AVX-512 shapes (4 columns, 4 vectors) did not fit 16 registers, and
+  // GCC kept 4 of the value pass's accumulators on the stack (a store and a reload per key).
+  // Against 2 x 4 scores and 4 x 4 values, attention_fold_bench (Zen 4, one thread): f16
+  // tiles rows:8 46 -> 53 GFLOP/s, rows:128 58 -> 76; f32 rows:8 53 -> 63.
+  static constexpr int kScoreRows = 6;
+  static constexpr int kScoreCols = 2;
+  static constexpr int kAccRows = 4;
+  static constexpr int kAccCols = 2;
+  // f16 tiles are widened to float once per fold from this many rows (fold_simd.h fold),
+  // not for a decode fold's 8 (two score passes and two value passes convert each key and
+  // value twice, which measured 2-6% faster than widening them once and reading the
+  // floats back; with 2-row score passes widening had made the 8-row fold 34 -> 44
+  // GFLOP/s).
+  static constexpr int kWidenF16Rows = 9;
   using Mask = __m256i;  // all-ones lanes are in
   static Mask first(int64_t n) {
     const int32_t k = static_cast<int32_t>(std::clamp<int64_t>(n, 0, W));
