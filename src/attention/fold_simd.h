@@ -77,8 +77,7 @@ inline void store_first(float* p, int64_t n, typename V::F x) {
 
 // A loaded vector kept in a register: with a plain load GCC may fold the load into each
 // fma that uses the vector (a memory operand), loading it once per row of a pass instead
-// of once per pass (masked loads do not fold). Plain key loads in the AVX2 score pass
-// that way ran 25% slower than the masked ones; kept in registers, the same speed.
+// of once per pass (masked loads do not fold); AVX2 score passes ran 25% slower that way.
 template <class F>
 inline void keep_in_register(F& x) {
   __asm__("" : "+v"(x));
@@ -190,7 +189,9 @@ class KeyColumns {
 
 // Scores of R query rows against C key columns: R x C accumulators, each a chain of fmas
 // over d in order; every query element loaded feeds C columns and every key vector R rows.
-template <class V, class Elem, int R, int C>
+// kFull: every column holds W keys, so its vectors load whole (plain loads instead of
+// AVX2's masked ones, f16 without the short-column branch).
+template <class V, class Elem, int R, int C, bool kFull = false>
 inline void scores_tile(const float* q, int64_t hd, int64_t bs, const KeyColumn<Elem>* col,
                         float scale, float* p, int64_t ldp, LinePrefetcher& shared_pf) {
   LinePrefetchPass pf(shared_pf);
@@ -206,7 +207,14 @@ inline void scores_tile(const float* q, int64_t hd, int64_t bs, const KeyColumn<
     pf.step();
     typename V::F k[C];
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) k[c] = V::load_elems(col[c].k + d * bs, m[c], col[c].n_valid);
+    for (int c = 0; c < C; ++c) {
+      if constexpr (kFull && std::is_same_v<Elem, float>) {
+        k[c] = V::load(col[c].k + d * bs);
+        keep_in_register(k[c]);
+      } else {
+        k[c] = V::load_elems(col[c].k + d * bs, m[c], kFull ? V::W : col[c].n_valid);
+      }
+    }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const auto qd = V::set1(q[r * hd + d]);
@@ -237,8 +245,14 @@ inline void scores_rows(int64_t n_rows, const float* q, int64_t hd, int64_t bs,
                         const KeyColumn<Elem>* col, float scale, float* p, int64_t ldp,
                         LinePrefetcher& pf) {
   if constexpr (R == V::kScoreRows) {
+    bool full = true;
+    for (int c = 0; c < C; ++c) full = full && col[c].n_valid == V::W;
     for (; take_score_pass(n_rows, R); n_rows -= R, q += R * hd, p += R * ldp) {
-      scores_tile<V, Elem, R, C>(q, hd, bs, col, scale, p, ldp, pf);
+      if (full) {
+        scores_tile<V, Elem, R, C, true>(q, hd, bs, col, scale, p, ldp, pf);
+      } else {
+        scores_tile<V, Elem, R, C>(q, hd, bs, col, scale, p, ldp, pf);
+      }
     }
     if constexpr (R >= 4) {
       if (n_rows > R) {

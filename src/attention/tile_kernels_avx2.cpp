@@ -13,21 +13,22 @@ namespace {
 // the horizontal reductions the fold needs.
 struct Avx2Vec : kernels::simd::Avx2Float {
   static constexpr int64_t W = 8;
-  // Score passes of 6 rows x 2 key columns (12 accumulators, 2 key vectors, the broadcast
-  // query element: 15 of the 16 registers) and value passes of 4 rows x 2 vectors (8
-  // accumulators): the AVX-512 shapes (4 columns, 4 vectors) did not fit 16 registers, and
-  // GCC kept 4 of the value pass's accumulators on the stack (a store and a reload per key).
-  // Against 2 x 4 scores and 4 x 4 values, attention_fold_bench (Zen 4, one thread): f16
-  // tiles rows:8 46 -> 53 GFLOP/s, rows:128 58 -> 76; f32 rows:8 53 -> 63.
-  static constexpr int kScoreRows = 6;
-  static constexpr int kScoreCols = 2;
+  // Score passes of 2 rows x 4 key columns (8 accumulators, 4 key vectors, the broadcast
+  // query element) and value passes of 4 rows x 2 vectors (8 accumulators). The value
+  // pass had the AVX-512 shape (4 x 4: 16 accumulators), and GCC kept 4 of them on the
+  // stack, a store and a reload per key. Broadcasts set the score pass's pace (a
+  // standalone loop: 2 x 4 ran 94-96 GFLOP/s, 4 x 2 47-49, one Zen 4 thread), so it keeps
+  // few rows and many columns. attention_fold_bench, one thread, against 2 x 4 scores
+  // with masked loads and 4 x 4 values: f16 tiles rows:8 46 -> 69 GFLOP/s, rows:128 58 ->
+  // 76; f32 rows:8 53 -> 57-72.
+  static constexpr int kScoreRows = 2;
+  static constexpr int kScoreCols = 4;
   static constexpr int kAccRows = 4;
   static constexpr int kAccCols = 2;
   // f16 tiles are widened to float once per fold from this many rows (fold_simd.h fold),
-  // not for a decode fold's 8 (two score passes and two value passes convert each key and
-  // value twice, which measured 2-6% faster than widening them once and reading the
-  // floats back; with 2-row score passes widening had made the 8-row fold 34 -> 44
-  // GFLOP/s).
+  // not for a decode fold's 8: converting the full columns as they load measured faster
+  // (f16 rows:8 with 2 x 4 score passes: 69 GFLOP/s against 51 widened) although each key
+  // is converted once per score pass.
   static constexpr int kWidenF16Rows = 9;
   using Mask = __m256i;  // all-ones lanes are in
   static Mask first(int64_t n) {
