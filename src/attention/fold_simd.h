@@ -83,6 +83,19 @@ inline void keep_in_register(F& x) {
   __asm__("" : "+v"(x));
 }
 
+// One key or value vector of a pass: whole (a plain load kept in a register for float
+// tiles) when kFull, else its first n_valid elements (mask m).
+template <class V, bool kFull, class Elem>
+inline typename V::F load_column(const Elem* src, typename V::Mask m, int64_t n_valid) {
+  if constexpr (kFull && std::is_same_v<Elem, float>) {
+    auto x = V::load(src);
+    keep_in_register(x);
+    return x;
+  } else {
+    return V::load_elems(src, m, kFull ? V::W : n_valid);
+  }
+}
+
 // Issues the prefetches of a fold's FoldTile::next spread over n_steps calls of step()
 // (a few lines each), and any left over at finish(); fold_elems spreads them over the
 // fold's score and value passes. Each pass works on a copy (LinePrefetchPass), so that
@@ -207,14 +220,8 @@ inline void scores_tile(const float* q, int64_t hd, int64_t bs, const KeyColumn<
     pf.step();
     typename V::F k[C];
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) {
-      if constexpr (kFull && std::is_same_v<Elem, float>) {
-        k[c] = V::load(col[c].k + d * bs);
-        keep_in_register(k[c]);
-      } else {
-        k[c] = V::load_elems(col[c].k + d * bs, m[c], kFull ? V::W : col[c].n_valid);
-      }
-    }
+    for (int c = 0; c < C; ++c)
+      k[c] = load_column<V, kFull>(col[c].k + d * bs, m[c], col[c].n_valid);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const auto qd = V::set1(q[r * hd + d]);
@@ -312,14 +319,8 @@ inline void accumulate_rows(const float* p, int64_t ldp, const FoldTile& f, int6
       const Elem* vj = vb + i * hd;
       typename V::F vk[C];
 #pragma GCC unroll 4
-      for (int k = 0; k < C; ++k) {
-        if constexpr (kFull && std::is_same_v<Elem, float>) {
-          vk[k] = V::load(vj + k * V::W);
-          keep_in_register(vk[k]);
-        } else {
-          vk[k] = V::load_elems(vj + k * V::W, mk[k], kFull ? V::W : hd - d0 - k * V::W);
-        }
-      }
+      for (int k = 0; k < C; ++k)
+        vk[k] = load_column<V, kFull>(vj + k * V::W, mk[k], hd - d0 - k * V::W);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const auto pj = V::set1(p[r * ldp + j]);
