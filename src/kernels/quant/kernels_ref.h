@@ -130,10 +130,10 @@ float iq4_xs_vec_dot(int64_t n, const void* w, const void* a);
 // scale of sub-block j (0..7) of an IQ4_XS block, in [0, 63].
 int q3_k_scale(const uint8_t* scales, int s);
 // Value j (0..15) of a six-bit string: 16 6-bit values in 12 bytes, value j at bits 6j ..
-// 6j + 5 read little-endian (Q3_K_X16's scales, the K pairs' scales and mins), and its
-// setter (the bits must be clear).
+// 6j + 5 read little-endian (Q3_K_X16's scales, the K pairs' scales and mins), and the
+// whole string written from its 16 values (each taken mod 64).
 int six_bit_value(const uint8_t* string, int j);
-void put_six_bit_value(uint8_t* string, int j, int value);
+void put_six_bit_values(uint8_t* string, const int (&values)[16]);
 int iq4_xs_scale(uint16_t scales_h, const uint8_t* scales_l, int j);
 
 // Unpacks the 6-bit scale and min of sub-block j (0..7) of a Q4_K block.
