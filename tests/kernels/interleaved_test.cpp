@@ -245,6 +245,26 @@ TEST(Interleaved, RepackIsLossless) {
   }
 }
 
+// A tensor large enough to be repacked by several threads (ranges of 2 MiB) gives the
+// bytes of the same rows repacked one by one (each on one thread).
+TEST(Interleaved, LargeRepackOverThreadsMatchesRowByRow) {
+  const int64_t cols = 4096, rows = 1500;  // Q6_K: 4.8 MiB; Q4_0: 3.3 MiB
+  for (const Pair& p : {kPairs[0], kPairs[2]}) {
+    const int64_t bytes = row_bytes(p.file, cols);
+    std::vector<uint8_t> whole(static_cast<size_t>(bytes * rows));
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (auto& b : whole) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      b = static_cast<uint8_t>(x);
+    }
+    std::vector<uint8_t> by_row = whole;
+    repack_weight_rows(p.file, p.x16, whole.data(), rows, cols);
+    for (int64_t r = 0; r < rows; ++r)
+      repack_weight_rows(p.file, p.x16, by_row.data() + r * bytes, 1, cols);
+    EXPECT_TRUE(whole == by_row) << dtype_name(p.x16);
+  }
+}
+
 // Q8_0_X16 at every 16-byte offset from a cache line: repacking stays lossless, the quants
 // of every group start on a line when the rows are 32-byte aligned (the layout's point),
 // and each level's kernels agree with the scalar model wherever the groups lie.

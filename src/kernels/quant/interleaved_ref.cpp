@@ -9,9 +9,12 @@
 // + 4, + 2, + 1). So each agrees with its kernel bit for bit
 // (tests/kernels/interleaved_test.cpp), and with the file layout's kernels up to float
 // rounding.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "core/fp16.h"
@@ -52,18 +55,32 @@ DType repacked_weight_type(DType type, int64_t cols) {
 
 namespace {
 
-// Rewrites each run of 16 blocks in place as one group (same size), arranged at its final
-// address (Q8_0_X16's layout depends on it).
+// Rewrites each run of kBlocks blocks in place as one group (same size), arranged at its
+// final address (Q8_0_X16's layout depends on it). Large tensors are split over threads,
+// one range of groups each (the groups are independent): a model's load repacks hundreds
+// of MiB.
 template <class Block, class Group, void (*arrange)(const Block*, Group*), int kBlocks = kX16Blocks>
 void repack_groups(void* data, int64_t n_groups) {
   static_assert(sizeof(Group) == kBlocks * sizeof(Block));
   auto* p = static_cast<uint8_t*>(data);
-  Block blocks[kBlocks];
-  for (int64_t i = 0; i < n_groups; ++i) {
-    uint8_t* group = p + i * static_cast<int64_t>(sizeof(Group));
-    std::memcpy(blocks, group, sizeof(blocks));
-    arrange(blocks, reinterpret_cast<Group*>(group));
-  }
+  auto repack_range = [p](int64_t begin, int64_t end) {
+    Block blocks[kBlocks];
+    for (int64_t i = begin; i < end; ++i) {
+      uint8_t* group = p + i * static_cast<int64_t>(sizeof(Group));
+      std::memcpy(blocks, group, sizeof(blocks));
+      arrange(blocks, reinterpret_cast<Group*>(group));
+    }
+  };
+  constexpr int64_t kBytesPerThread = int64_t{2} << 20;
+  const int64_t threads =
+      std::clamp<int64_t>(n_groups * static_cast<int64_t>(sizeof(Group)) / kBytesPerThread, 1,
+                          std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t step = (n_groups + threads - 1) / threads;
+  std::vector<std::jthread> workers;
+  for (int64_t t = 1; t < threads; ++t)
+    workers.emplace_back(repack_range, std::min(n_groups, t * step),
+                         std::min(n_groups, (t + 1) * step));
+  repack_range(0, std::min(n_groups, step));
 }
 
 }  // namespace
