@@ -45,8 +45,10 @@ NibblePlace iq4_xs_place(int e) {
   return {16 * (e / 32) + e % 16, 4 * ((e % 32) / 16)};
 }
 
-void move_nibbles(const uint8_t* qs, NibblePlace (*from)(int), uint8_t* out,
-                  NibblePlace (*to)(int)) {
+// The places are template arguments so that they inline: called through pointers, two
+// calls an element made these moves a large part of loading a model.
+template <NibblePlace (*from)(int), NibblePlace (*to)(int)>
+void move_nibbles(const uint8_t* qs, uint8_t* out) {
   std::memset(out, 0, kQK_K / 2);
   for (int e = 0; e < kQK_K; ++e) {
     const NibblePlace f = from(e), t = to(e);
@@ -54,11 +56,28 @@ void move_nibbles(const uint8_t* qs, NibblePlace (*from)(int), uint8_t* out,
   }
 }
 
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+void store_u32(uint8_t* p, uint32_t v) {
+  std::memcpy(p, &v, 4);
+}
+
+// A bit plane stored as Q3_K's hmask and Q5_K's qh (bit e / 32 of byte e % 32 for element
+// e) as Q3_K_X16's and Q5_K_X16's 64-bit words (word k, bit n for e = 16j + 4k + i, n =
+// 4j + i): byte t of word k holds bit t of bytes 4k + i (bit i) and 16 + 4k + i (bit 4 +
+// i), an 8 x 8 bit transpose of those bytes.
+void high_bits_as_words(const uint8_t* hmask, uint64_t (&words)[4]) {
+  for (int k = 0; k < 4; ++k) {
+    const uint64_t rows = load_u32(hmask + 4 * k) | uint64_t{load_u32(hmask + 16 + 4 * k)} << 32;
+    words[k] = transpose_bits_8x8(rows);
+  }
+}
+
 // Q5_K: the fifth bit of element e is bit e / 32 of qh[e % 32]; Q5_K_X16: bit n % 8 of
 // qh[8k + n / 8] for e = 16j + 4k + i, n = 4j + i.
-int q5_k_high(const uint8_t* qh, int e) {
-  return (qh[e % 32] >> (e / 32)) & 1;
-}
 int q5_k_x16_high(const uint8_t* qh, int e) {
   const int j = e / 16, k = (e % 16) / 4, n = 4 * j + e % 4;
   return (qh[8 * k + n / 8] >> (n % 8)) & 1;
@@ -66,32 +85,29 @@ int q5_k_x16_high(const uint8_t* qh, int e) {
 void set_q5_k_high(uint8_t* qh, int e) {
   qh[e % 32] = static_cast<uint8_t>(qh[e % 32] | 1 << (e / 32));
 }
-void set_q5_k_x16_high(uint8_t* qh, int e) {
-  const int j = e / 16, k = (e % 16) / 4, n = 4 * j + e % 4;
-  qh[8 * k + n / 8] = static_cast<uint8_t>(qh[8 * k + n / 8] | 1 << (n % 8));
-}
 
 }  // namespace
 
 void arrange_q4_k_x16(const BlockQ4_K* src, BlockQ4_Kx16* dst) {
-  move_nibbles(src->qs, q4_k_place, dst->qs, q4_k_x16_place);
+  move_nibbles<q4_k_place, q4_k_x16_place>(src->qs, dst->qs);
   std::memcpy(dst->scales, src->scales, sizeof(dst->scales));
   dst->d = src->d;
   dst->dmin = src->dmin;
 }
 
 void unarrange_q4_k_x16(const BlockQ4_Kx16& src, BlockQ4_K* dst) {
-  move_nibbles(src.qs, q4_k_x16_place, dst->qs, q4_k_place);
+  move_nibbles<q4_k_x16_place, q4_k_place>(src.qs, dst->qs);
   std::memcpy(dst->scales, src.scales, sizeof(dst->scales));
   dst->d = src.d;
   dst->dmin = src.dmin;
 }
 
 void arrange_q5_k_x16(const BlockQ5_K* src, BlockQ5_Kx16* dst) {
-  move_nibbles(src->qs, q4_k_place, dst->qs, q4_k_x16_place);
-  std::memset(dst->qh, 0, sizeof(dst->qh));
-  for (int e = 0; e < kQK_K; ++e) {
-    if (q5_k_high(src->qh, e)) set_q5_k_x16_high(dst->qh, e);
+  move_nibbles<q4_k_place, q4_k_x16_place>(src->qs, dst->qs);
+  uint64_t words[4];
+  high_bits_as_words(src->qh, words);
+  for (int k = 0; k < 4; ++k) {
+    for (int m = 0; m < 8; ++m) dst->qh[8 * k + m] = static_cast<uint8_t>(words[k] >> (8 * m));
   }
   std::memcpy(dst->scales, src->scales, sizeof(dst->scales));
   dst->d = src->d;
@@ -99,7 +115,7 @@ void arrange_q5_k_x16(const BlockQ5_K* src, BlockQ5_Kx16* dst) {
 }
 
 void unarrange_q5_k_x16(const BlockQ5_Kx16& src, BlockQ5_K* dst) {
-  move_nibbles(src.qs, q4_k_x16_place, dst->qs, q4_k_place);
+  move_nibbles<q4_k_x16_place, q4_k_place>(src.qs, dst->qs);
   std::memset(dst->qh, 0, sizeof(dst->qh));
   for (int e = 0; e < kQK_K; ++e) {
     if (q5_k_x16_high(src.qh, e)) set_q5_k_high(dst->qh, e);
@@ -110,14 +126,14 @@ void unarrange_q5_k_x16(const BlockQ5_Kx16& src, BlockQ5_K* dst) {
 }
 
 void arrange_iq4_xs_x16(const BlockIQ4_XS* src, BlockIQ4_XSx16* dst) {
-  move_nibbles(src->qs, iq4_xs_place, dst->qs, q4_k_x16_place);
+  move_nibbles<iq4_xs_place, q4_k_x16_place>(src->qs, dst->qs);
   std::memcpy(dst->scales_l, src->scales_l, sizeof(dst->scales_l));
   dst->d = src->d;
   dst->scales_h = src->scales_h;
 }
 
 void unarrange_iq4_xs_x16(const BlockIQ4_XSx16& src, BlockIQ4_XS* dst) {
-  move_nibbles(src.qs, q4_k_x16_place, dst->qs, iq4_xs_place);
+  move_nibbles<q4_k_x16_place, iq4_xs_place>(src.qs, dst->qs);
   std::memcpy(dst->scales_l, src.scales_l, sizeof(dst->scales_l));
   dst->d = src.d;
   dst->scales_h = src.scales_h;
@@ -155,15 +171,6 @@ struct Q3HighBit {
   Q3HighBit(const BlockQ3_Kx16S*, int k, int n) : byte(n % 32), shift(k + 4 * (n / 32)) {}
 };
 
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-void store_u32(uint8_t* p, uint32_t v) {
-  std::memcpy(p, &v, 4);
-}
-
 // Q2_K's qs and Q3_K's low bits: element e = 128h + 32c + l is bits 2c, 2c + 1 of
 // qs[32h + l]. Their X16 layouts (e = 16j + 4k + i, n = 4j + i): bits 2k, 2k + 1 of qs[n],
 // so X16 bytes 4j .. 4j + 3 take field c = (j % 8) / 2 of file bytes b0 + 4k .. b0 + 4k + 3,
@@ -179,17 +186,9 @@ void two_bits_to_x16(const uint8_t* file_qs, uint8_t* x16_qs) {
   }
 }
 
-// Q3_K: bit 2 of element e is bit e / 32 of hmask[e % 32]. In Q3_K_X16 it is bit n of
-// 64-bit word k (e = 16j + 4k + i, n = 4j + i): byte t of word k holds bit t of hmask[4k +
-// i] (bit i) and of hmask[16 + 4k + i] (bit 4 + i), an 8 x 8 bit transpose of those bytes.
+// Q3_K's bit 2 of each element (hmask): Q3_K_X16 holds it as high_bits_as_words's words;
 // Q3_K_X16S byte b holds bit b + 32h of word k at bit k + 4h: byte g + 4h of the words,
 // transposed again for each 8 bytes g.
-void high_bits_as_words(const uint8_t* hmask, uint64_t (&words)[4]) {
-  for (int k = 0; k < 4; ++k) {
-    const uint64_t rows = load_u32(hmask + 4 * k) | uint64_t{load_u32(hmask + 16 + 4 * k)} << 32;
-    words[k] = transpose_bits_8x8(rows);
-  }
-}
 void high_bits_to_x16(const uint8_t* file_hmask, BlockQ3_Kx16* dst) {
   uint64_t words[4];
   high_bits_as_words(file_hmask, words);
