@@ -70,7 +70,8 @@ FileBytes FileBytes::read_into_huge_pages(const std::string& path, size_t bytes_
   // Q4_0 file: most of its load time on one thread).
   const size_t threads = std::clamp<size_t>(len / std::max<size_t>(bytes_per_thread, 1), 1,
                                             std::max(1u, std::thread::hardware_concurrency()));
-  const size_t step = (len / threads + 4095) / 4096 * 4096;
+  constexpr size_t kHugePage = size_t{2} << 20;  // ranges meet on huge-page boundaries
+  const size_t step = (len / threads + kHugePage - 1) / kHugePage * kHugePage;
   std::vector<std::string> errors(threads);
   {
     std::vector<std::jthread> readers;

@@ -21,7 +21,7 @@ class FileBytes {
   // Reads `path` into anonymous memory on transparent huge pages (core/huge_buffer.h):
   // decode reads every weight once per token, and from a 4 KiB-page file mapping it ran
   // slower (docs/BENCHMARKS.md). Same errors as map(), plus read failures.
-  // Ranges of bytes_per_thread (rounded to pages) are read by threads of their own.
+  // Ranges of bytes_per_thread (rounded up to 2 MiB) are read by threads of their own.
   static FileBytes read_into_huge_pages(const std::string& path,
                                         size_t bytes_per_thread = size_t{64} << 20);
   static FileBytes own(std::vector<uint8_t> bytes);

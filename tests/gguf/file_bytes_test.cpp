@@ -1,5 +1,5 @@
 // FileBytes::read_into_huge_pages: a file read by several threads, each its own range
-// (ranges rounded to pages, the last one short), holds the file's bytes.
+// (ranges rounded to 2 MiB, the last one short or empty), holds the file's bytes.
 #include "gguf/file_bytes.h"
 
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@ namespace {
 
 TEST(FileBytes, ReadByThreadsInRangesHoldsTheFile) {
   const std::string path = ::testing::TempDir() + "strata_file_bytes.bin";
-  const auto bytes = test::pattern_bytes((size_t{1} << 20) + 4097, 3);  // not whole pages
+  const auto bytes = test::pattern_bytes((size_t{5} << 20) + 4097, 3);  // not whole pages
   {
     std::FILE* f = std::fopen(path.c_str(), "wb");
     ASSERT_NE(f, nullptr);
