@@ -1,6 +1,7 @@
 // strata bench roofline | model: the machine's limits, and llama-bench style
 // prompt-processing / generation speed of a model on it.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -197,7 +198,10 @@ class BenchRunner {
 
 void bench_model(const BenchModelFlags& f) {
   const TraceFile trace(f.engine.trace);
+  const auto load_start = std::chrono::steady_clock::now();
   auto model = Model::load(f.engine.model_path, f.engine.load_options());
+  const std::chrono::duration<double> load_time = std::chrono::steady_clock::now() - load_start;
+  std::fprintf(stderr, "model load: %.2f s\n", load_time.count());
   model->set_tracer(trace.get());
   const int threads = f.engine.thread_count();
   ThreadPool pool(threads);

@@ -119,12 +119,15 @@ void serve(const ServeFlags& f) {
     std::_Exit(1);
   }).detach();
 
+  const auto load_start = std::chrono::steady_clock::now();
   srv.load();
   {
     std::lock_guard<std::mutex> lock(stop->mutex);
     stop->loaded = true;
   }
-  std::fprintf(stderr, "strata serve: model %s loaded; ready\n", f.engine.model_path.c_str());
+  const std::chrono::duration<double> load_time = std::chrono::steady_clock::now() - load_start;
+  std::fprintf(stderr, "strata serve: model %s loaded in %.2f s; ready\n",
+               f.engine.model_path.c_str(), load_time.count());
 
   std::string failure;
   {
