@@ -189,56 +189,50 @@ void arrange_q8_0_x16a(const BlockQ8_0* src, BlockQ8_0x16A* dst) {
 namespace {
 
 // The 256 six-bit quants of a super-block (biased, in [0, 63]) in element order, from and
-// to the Q6_K file layout (blocks.h): element 128h + 32c + l (c < 4, l < 32) has its low 4
-// bits in ql[64h + l + 32(c % 2)] (the high nibble when c >= 2) and its high 2 bits at bit
-// 2c of qh[32h + l]. Straight loops over bytes: the first version moved each element through
-// two place functions called by pointer, and repacking the 32000 x 2048 Q6_K output matrix
-// of the 1B preset took ~0.9 s of a 2.5 s load.
+// to the Q6_K layouts (blocks.h). Both keep four quants in three bytes: the low nibbles of
+// two ql bytes (lo0: quants 0 and 2, lo1: 1 and 3, high nibble second) and their high 2
+// bits at bits 0, 2, 4, 6 of one qh byte; only where the four quants lie differs (stride).
+// Straight loops over bytes (the quads inlined: called, they doubled a Q6_K file's load):
+// the first version moved each element through two place functions called by pointer,
+// and repacking the 32000 x 2048 Q6_K output matrix of the 1B preset took ~0.9 s of a
+// 2.5 s load.
+[[gnu::always_inline]] inline void unpack_q6_quad(uint8_t lo0, uint8_t lo1, uint8_t hi, uint8_t* e,
+                                                  int stride) {
+  e[0] = static_cast<uint8_t>((lo0 & 15) | (hi & 3) << 4);
+  e[stride] = static_cast<uint8_t>((lo1 & 15) | (hi >> 2 & 3) << 4);
+  e[2 * stride] = static_cast<uint8_t>((lo0 >> 4) | (hi >> 4 & 3) << 4);
+  e[3 * stride] = static_cast<uint8_t>((lo1 >> 4) | (hi >> 6 & 3) << 4);
+}
+[[gnu::always_inline]] inline void pack_q6_quad(const uint8_t* e, int stride, uint8_t& lo0,
+                                                uint8_t& lo1, uint8_t& hi) {
+  lo0 = static_cast<uint8_t>((e[0] & 15) | (e[2 * stride] & 15) << 4);
+  lo1 = static_cast<uint8_t>((e[stride] & 15) | (e[3 * stride] & 15) << 4);
+  hi = static_cast<uint8_t>(e[0] >> 4 | (e[stride] >> 4) << 2 | (e[2 * stride] >> 4) << 4 |
+                            (e[3 * stride] >> 4) << 6);
+}
+
+// Q6_K: elements 128h + l + 32c (c < 4, l < 32) in ql[64h + l], ql[64h + 32 + l] and
+// qh[32h + l].
 void q6_k_unpack(const uint8_t* ql, const uint8_t* qh, uint8_t* q) {
   for (int h = 0; h < 2; ++h) {
-    for (int l = 0; l < 32; ++l) {
-      const uint8_t lo0 = ql[64 * h + l], lo1 = ql[64 * h + 32 + l], hi = qh[32 * h + l];
-      uint8_t* e = q + 128 * h + l;
-      e[0] = static_cast<uint8_t>((lo0 & 15) | (hi & 3) << 4);
-      e[32] = static_cast<uint8_t>((lo1 & 15) | (hi >> 2 & 3) << 4);
-      e[64] = static_cast<uint8_t>((lo0 >> 4) | (hi >> 4 & 3) << 4);
-      e[96] = static_cast<uint8_t>((lo1 >> 4) | (hi >> 6 & 3) << 4);
-    }
+    for (int l = 0; l < 32; ++l)
+      unpack_q6_quad(ql[64 * h + l], ql[64 * h + 32 + l], qh[32 * h + l], q + 128 * h + l, 32);
   }
 }
 void q6_k_pack(const uint8_t* q, uint8_t* ql, uint8_t* qh) {
   for (int h = 0; h < 2; ++h) {
-    for (int l = 0; l < 32; ++l) {
-      const uint8_t* e = q + 128 * h + l;
-      ql[64 * h + l] = static_cast<uint8_t>((e[0] & 15) | (e[64] & 15) << 4);
-      ql[64 * h + 32 + l] = static_cast<uint8_t>((e[32] & 15) | (e[96] & 15) << 4);
-      qh[32 * h + l] = static_cast<uint8_t>(e[0] >> 4 | (e[32] >> 4) << 2 | (e[64] >> 4) << 4 |
-                                            (e[96] >> 4) << 6);
-    }
+    for (int l = 0; l < 32; ++l)
+      pack_q6_quad(q + 128 * h + l, 32, ql[64 * h + l], ql[64 * h + 32 + l], qh[32 * h + l]);
   }
 }
 
-// The same for Q6_K_X16: element 16j + 4k + i (j < 16, k, i < 4) has its low 4 bits in
-// ql[64(k % 2) + 4j + i] (the high nibble when k >= 2) and its high 2 bits at bit 2k of
-// qh[4j + i].
+// Q6_K_X16: elements 16j + 4k + i (k < 4; p = 4j + i < 64) in ql[p], ql[64 + p] and qh[p].
 void q6_k_x16_unpack(const uint8_t* ql, const uint8_t* qh, uint8_t* q) {
-  for (int p = 0; p < 64; ++p) {  // p = 4j + i
-    const uint8_t lo0 = ql[p], lo1 = ql[64 + p], hi = qh[p];
-    uint8_t* e = q + 16 * (p / 4) + p % 4;
-    e[0] = static_cast<uint8_t>((lo0 & 15) | (hi & 3) << 4);
-    e[4] = static_cast<uint8_t>((lo1 & 15) | (hi >> 2 & 3) << 4);
-    e[8] = static_cast<uint8_t>((lo0 >> 4) | (hi >> 4 & 3) << 4);
-    e[12] = static_cast<uint8_t>((lo1 >> 4) | (hi >> 6 & 3) << 4);
-  }
+  for (int p = 0; p < 64; ++p)
+    unpack_q6_quad(ql[p], ql[64 + p], qh[p], q + 16 * (p / 4) + p % 4, 4);
 }
 void q6_k_x16_pack(const uint8_t* q, uint8_t* ql, uint8_t* qh) {
-  for (int p = 0; p < 64; ++p) {
-    const uint8_t* e = q + 16 * (p / 4) + p % 4;
-    ql[p] = static_cast<uint8_t>((e[0] & 15) | (e[8] & 15) << 4);
-    ql[64 + p] = static_cast<uint8_t>((e[4] & 15) | (e[12] & 15) << 4);
-    qh[p] =
-        static_cast<uint8_t>(e[0] >> 4 | (e[4] >> 4) << 2 | (e[8] >> 4) << 4 | (e[12] >> 4) << 6);
-  }
+  for (int p = 0; p < 64; ++p) pack_q6_quad(q + 16 * (p / 4) + p % 4, 4, ql[p], ql[64 + p], qh[p]);
 }
 
 }  // namespace
