@@ -5,14 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
+#include <mutex>
 #include <system_error>
-#include <thread>
 #include <utility>
-#include <vector>
 
 #include "core/error.h"
+#include "core/thread_ranges.h"
 
 namespace strata::gguf {
 namespace {
@@ -40,10 +39,6 @@ size_t open_regular(const std::string& path, FdGuard& guard) {
   return static_cast<size_t>(st.st_size);
 }
 
-}  // namespace
-
-namespace {
-
 // Reads bytes [begin, end) of the file into dst + begin; the error text, empty on success.
 std::string read_range(int fd, uint8_t* dst, size_t begin, size_t end) {
   for (size_t done = begin; done < end;) {
@@ -68,24 +63,18 @@ FileBytes FileBytes::read_into_huge_pages(const std::string& path, size_t bytes_
   // Several threads, each its own range: most of a read's time is the kernel zero-filling
   // the fresh huge pages at their first touch, which runs on the faulting thread (a 1B
   // Q4_0 file: most of its load time on one thread).
-  const size_t threads = std::clamp<size_t>(len / std::max<size_t>(bytes_per_thread, 1), 1,
-                                            std::max(1u, std::thread::hardware_concurrency()));
-  constexpr size_t kHugePage = size_t{2} << 20;  // ranges meet on huge-page boundaries
-  const size_t step = (len / threads + kHugePage - 1) / kHugePage * kHugePage;
-  std::vector<std::string> errors(threads);
-  {
-    std::vector<std::jthread> readers;
-    for (size_t i = 1; i < threads; ++i) {
-      readers.emplace_back([&, i] {
-        errors[i] = read_range(guard.fd, out.huge_.data(), std::min(len, i * step),
-                               std::min(len, (i + 1) * step));
-      });
-    }
-    errors[0] = read_range(guard.fd, out.huge_.data(), 0, std::min(len, step));
-  }
-  for (const std::string& e : errors) {
-    if (!e.empty()) throw Error(path + ": " + e);
-  }
+  std::string error;  // the first range's failure
+  std::mutex error_mutex;
+  run_in_thread_ranges(static_cast<int64_t>(len), static_cast<int64_t>(bytes_per_thread),
+                       int64_t{2} << 20,  // ranges meet on huge-page boundaries
+                       [&](int64_t begin, int64_t end) {
+                         std::string e =
+                             read_range(guard.fd, out.huge_.data(), static_cast<size_t>(begin),
+                                        static_cast<size_t>(end));
+                         const std::lock_guard<std::mutex> lock(error_mutex);
+                         if (error.empty()) error = std::move(e);
+                       });
+  if (!error.empty()) throw Error(path + ": " + error);
   out.data_ = out.huge_.data();
   out.size_ = len;
   return out;

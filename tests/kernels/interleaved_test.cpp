@@ -252,11 +252,8 @@ TEST(Interleaved, LargeRepackOverThreadsMatchesRowByRow) {
   for (const Pair& p : {kPairs[0], kPairs[2]}) {
     const int64_t bytes = row_bytes(p.file, cols);
     std::vector<uint8_t> whole(static_cast<size_t>(bytes * rows));
-    uint64_t x = 0x9e3779b97f4a7c15ull;
-    for (auto& b : whole) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-      b = static_cast<uint8_t>(x);
-    }
+    Rng rng(5);
+    for (auto& b : whole) b = static_cast<uint8_t>(rng.next());
     std::vector<uint8_t> by_row = whole;
     repack_weight_rows(p.file, p.x16, whole.data(), rows, cols);
     for (int64_t r = 0; r < rows; ++r)

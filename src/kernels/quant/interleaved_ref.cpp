@@ -9,15 +9,13 @@
 // + 4, + 2, + 1). So each agrees with its kernel bit for bit
 // (tests/kernels/interleaved_test.cpp), and with the file layout's kernels up to float
 // rounding.
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/thread_ranges.h"
 #include "kernels/quant/interleaved.h"
 #include "kernels/quant/kernels_ref.h"
 #include "kernels/quant/traits.h"
@@ -71,16 +69,8 @@ void repack_groups(void* data, int64_t n_groups) {
       arrange(blocks, reinterpret_cast<Group*>(group));
     }
   };
-  constexpr int64_t kBytesPerThread = int64_t{2} << 20;
-  const int64_t threads =
-      std::clamp<int64_t>(n_groups * static_cast<int64_t>(sizeof(Group)) / kBytesPerThread, 1,
-                          std::max(1u, std::thread::hardware_concurrency()));
-  const int64_t step = (n_groups + threads - 1) / threads;
-  std::vector<std::jthread> workers;
-  for (int64_t t = 1; t < threads; ++t)
-    workers.emplace_back(repack_range, std::min(n_groups, t * step),
-                         std::min(n_groups, (t + 1) * step));
-  repack_range(0, std::min(n_groups, step));
+  constexpr int64_t kGroupsPerThread = (int64_t{2} << 20) / static_cast<int64_t>(sizeof(Group));
+  run_in_thread_ranges(n_groups, kGroupsPerThread, 1, repack_range);
 }
 
 }  // namespace
