@@ -75,6 +75,15 @@ void high_bits_as_words(const uint8_t* hmask, uint64_t (&words)[4]) {
     words[k] = transpose_bits_8x8(rows);
   }
 }
+// The same words as Q3_K_X16's hmask and Q5_K_X16's qh bytes: word k in bytes 8k .. 8k + 7,
+// low byte first.
+void high_bits_to_x16_bytes(const uint8_t* file_bits, uint8_t* x16_bits) {
+  uint64_t words[4];
+  high_bits_as_words(file_bits, words);
+  for (int k = 0; k < 4; ++k) {
+    for (int m = 0; m < 8; ++m) x16_bits[8 * k + m] = static_cast<uint8_t>(words[k] >> (8 * m));
+  }
+}
 
 // Q5_K: the fifth bit of element e is bit e / 32 of qh[e % 32]; Q5_K_X16: bit n % 8 of
 // qh[8k + n / 8] for e = 16j + 4k + i, n = 4j + i.
@@ -104,11 +113,7 @@ void unarrange_q4_k_x16(const BlockQ4_Kx16& src, BlockQ4_K* dst) {
 
 void arrange_q5_k_x16(const BlockQ5_K* src, BlockQ5_Kx16* dst) {
   move_nibbles<q4_k_place, q4_k_x16_place>(src->qs, dst->qs);
-  uint64_t words[4];
-  high_bits_as_words(src->qh, words);
-  for (int k = 0; k < 4; ++k) {
-    for (int m = 0; m < 8; ++m) dst->qh[8 * k + m] = static_cast<uint8_t>(words[k] >> (8 * m));
-  }
+  high_bits_to_x16_bytes(src->qh, dst->qh);
   std::memcpy(dst->scales, src->scales, sizeof(dst->scales));
   dst->d = src->d;
   dst->dmin = src->dmin;
@@ -186,15 +191,11 @@ void two_bits_to_x16(const uint8_t* file_qs, uint8_t* x16_qs) {
   }
 }
 
-// Q3_K's bit 2 of each element (hmask): Q3_K_X16 holds it as high_bits_as_words's words;
+// Q3_K's bit 2 of each element (hmask): Q3_K_X16 holds it as high_bits_to_x16_bytes does;
 // Q3_K_X16S byte b holds bit b + 32h of word k at bit k + 4h: byte g + 4h of the words,
 // transposed again for each 8 bytes g.
 void high_bits_to_x16(const uint8_t* file_hmask, BlockQ3_Kx16* dst) {
-  uint64_t words[4];
-  high_bits_as_words(file_hmask, words);
-  for (int k = 0; k < 4; ++k) {
-    for (int m = 0; m < 8; ++m) dst->hmask[8 * k + m] = static_cast<uint8_t>(words[k] >> (8 * m));
-  }
+  high_bits_to_x16_bytes(file_hmask, dst->hmask);
 }
 void high_bits_to_x16(const uint8_t* file_hmask, BlockQ3_Kx16S* dst) {
   uint64_t words[4];
