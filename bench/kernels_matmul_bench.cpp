@@ -16,8 +16,12 @@
 // (N defaults to ThreadPool::default_threads(); set STRATA_NO_AVX2=1 for scalar kernels).
 // --cpu-time: rates per CPU second instead of per wall second (with --threads=1, a core's
 // throughput while other processes share it; compare with int8_peak, timed the same way).
-// int8_peak times the roofline's vpdpbusd loop (AVX-512 VNNI) on this thread: `ops` is
-// the int8 peak of one core, 2 operations per multiply-add, as the matmul `flops` count.
+// int8_peak/threads:N times the roofline's vpdpbusd loop (AVX-512 VNNI) on every thread of
+// the pool at once, as `strata bench roofline -t N` does: `ops` is the int8 peak of N
+// cores, 2 operations per multiply-add, as the matmul `flops` count. With
+// --benchmark_enable_random_interleaving its repetitions alternate with the matmuls', so
+// a GEMM's share of the peak is measured in the same minutes (a shared host's load moves
+// both).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -44,10 +48,16 @@ using strata::DType;
 std::unique_ptr<strata::ThreadPool> g_pool;
 bool g_cpu_time = false;
 
-// The roofline's int8 dot-product loop on this thread (about 1 ms a call).
+// The roofline's int8 dot-product loop on every pool thread (about 1 ms a call).
 void bm_int8_peak(benchmark::State& state) {
+  std::vector<double> per_thread(static_cast<size_t>(g_pool->size()));
   double ops = 0;
-  for (auto _ : state) ops += strata::kernels::detail::int8_dot_loop_avx512(100000);
+  for (auto _ : state) {
+    g_pool->run([&](int tid, int) {
+      per_thread[static_cast<size_t>(tid)] = strata::kernels::detail::int8_dot_loop_avx512(100000);
+    });
+    for (double o : per_thread) ops += o;
+  }
   state.counters["ops"] = benchmark::Counter(ops, benchmark::Counter::kIsRate);
 }
 
@@ -296,8 +306,12 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(name.c_str(), bm_convert, t, cols)->Unit(benchmark::kNanosecond);
     }
   }
-  if (strata::kernels::cpu_kernel_isa() >= strata::kernels::KernelIsa::avx512_vnni)
-    benchmark::RegisterBenchmark("int8_peak", bm_int8_peak)->Unit(benchmark::kMicrosecond);
+  if (strata::kernels::cpu_kernel_isa() >= strata::kernels::KernelIsa::avx512_vnni) {
+    auto* b = benchmark::RegisterBenchmark(("int8_peak/threads:" + std::to_string(threads)).c_str(),
+                                           bm_int8_peak);
+    b->Unit(benchmark::kMicrosecond);
+    if (!g_cpu_time) b->UseRealTime();
+  }
   benchmark::RegisterBenchmark("swiglu/5632", bm_swiglu, 5632)->Unit(benchmark::kNanosecond);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
