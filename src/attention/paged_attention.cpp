@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -27,13 +28,15 @@ constexpr int64_t kQueryTile = 16;
 
 // Scratch layout per thread, for a group of kQueryTile tokens x n_rep query heads (rows):
 // the group's query rows copied contiguous, scores (rows*fold_scratch_row(block_size)),
-// accumulators (rows*head_dim), running max and sum (one per row), room for one fold's V
+// accumulators (rows*head_dim), running max and sum (one per row) of the chunk being
+// folded, the same three for the chunks merged so far (kChunkSegments), room for one fold's V
 // tiles in bf16 (kMaxFoldBlocks, dequant_tile_elems apiece), where a quantized cache's
 // values are dequantized before each fold, and the query rows quantized for its keys
 // (QueryQ8: int8 rows, then a scale and a sum per row and group). f32/f16/bf16 tiles and
 // quantized keys are read in place.
 struct ScratchLayout {
-  size_t q, scores, acc, max, sum, tiles, q8, q8_scale, q8_sum, total;
+  size_t q, scores, acc, max, sum, merged_acc, merged_max, merged_sum, tiles, q8, q8_scale, q8_sum,
+      total;
 };
 
 ScratchLayout layout(const AttentionShape& s, int64_t bs) {
@@ -44,7 +47,10 @@ ScratchLayout layout(const AttentionShape& s, int64_t bs) {
   l.acc = l.scores + rows * static_cast<size_t>(attention::fold_scratch_row(bs));
   l.max = l.acc + rows * static_cast<size_t>(s.head_dim);
   l.sum = l.max + rows;
-  l.tiles = l.sum + rows;
+  l.merged_acc = l.sum + rows;
+  l.merged_max = l.merged_acc + rows * static_cast<size_t>(s.head_dim);
+  l.merged_sum = l.merged_max + rows;
+  l.tiles = l.merged_sum + rows;
   // Two bf16 elements per float.
   l.q8 = l.tiles + static_cast<size_t>(attention::kMaxFoldBlocks *
                                        attention::dequant_tile_elems(bs, s.head_dim) / 2);
@@ -87,9 +93,68 @@ void AttentionScratch::reserve(int n_threads, const AttentionShape& shape, int64
   per_thread_ = layout(shape, block_size).total;
   const size_t need = per_thread_ * static_cast<size_t>(n_threads);
   if (buffer_.size() < need) buffer_.resize(need);
+  chunk_keys_ = block_size * attention::tile_kernels().fold_blocks * kChunkSegments;
+  chunk_state_floats_ = static_cast<size_t>(shape.n_heads * (2 + shape.head_dim));
 }
 
 namespace {
+
+// The fold state of query rows: running maxima, sums of exp(score - max) and head_dim
+// accumulators of exp(score - max) v per row.
+struct RowStates {
+  float* max;
+  float* sum;
+  float* acc;
+};
+
+void clear_rows(const RowStates& s, int64_t rows, int64_t hd) {
+  std::fill(s.acc, s.acc + rows * hd, 0.0f);
+  std::fill(s.max, s.max + rows, -std::numeric_limits<float>::infinity());
+  std::fill(s.sum, s.sum + rows, 0.0f);
+}
+
+// a = a * x + c * y, element by element, each product and the sum rounded: in blocks of
+// 16 with a constant trip count, which GCC vectorizes at -O2 (a merge runs per row and
+// chunk, so three kernels:: calls through their dispatch per row were not worth it).
+// x == 1, the running max standing (the usual case), leaves a's elements as they are.
+void blend_rows(float* __restrict a, float x, const float* __restrict c, float y, int64_t n) {
+  int64_t d = 0;
+  if (x == 1.0f) {
+    for (; d + 16 <= n; d += 16)
+      for (int i = 0; i < 16; ++i) a[d + i] += c[d + i] * y;
+    for (; d < n; ++d) a[d] += c[d] * y;
+    return;
+  }
+  for (; d + 16 <= n; d += 16)
+    for (int i = 0; i < 16; ++i) a[d + i] = a[d + i] * x + c[d + i] * y;
+  for (; d < n; ++d) a[d] = a[d] * x + c[d] * y;
+}
+
+// Merges a chunk's fold states of `rows` rows into the running ones, both rescaled to the
+// larger max. A row the chunk did not reach (max -inf) is left as it is; a row with nothing merged
+// yet takes the chunk's state as it is. The split-K merge (AttentionPass::merge_item) and the merge
+// inside a pass (run_item) both come here, so they round alike.
+void merge_rows(const RowStates& into, const float* max, const float* sum, const float* acc,
+                int64_t rows, int64_t hd) {
+  constexpr float kEmpty = -std::numeric_limits<float>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float cm = max[r];
+    if (cm == kEmpty) continue;
+    float* a = into.acc + r * hd;
+    const float* c = acc + r * hd;
+    if (into.max[r] == kEmpty) {
+      into.max[r] = cm;
+      into.sum[r] = sum[r];
+      std::copy(c, c + hd, a);
+      continue;
+    }
+    const float m = std::max(into.max[r], cm);
+    const float old_scale = std::exp(into.max[r] - m), chunk_scale = std::exp(cm - m);
+    into.max[r] = m;
+    into.sum[r] = into.sum[r] * old_scale + sum[r] * chunk_scale;
+    blend_rows(a, old_scale, c, chunk_scale, hd);
+  }
+}
 
 // The block of the pool that holds (layer, head) for position `pos`, or throws.
 int32_t block_for(const KvCache& cache, const SequenceView& seq, bool streaming, int64_t pos) {
@@ -152,6 +217,11 @@ void AttentionScratch::plan_groups(const ForwardBatch& batch) {
     if (!extends) group_starts_.push_back(static_cast<int32_t>(t));
   }
   group_starts_.push_back(static_cast<int32_t>(batch.n_tokens()));
+  if (batch.n_tokens() == 1 && chunk_keys_ > 0 && batch.positions[0] >= 0) {
+    const int64_t n_chunks = batch.positions[0] / chunk_keys_ + 1;
+    const size_t need = static_cast<size_t>(n_chunks) * chunk_state_floats_;
+    if (chunk_states_.size() < need) chunk_states_.resize(need);
+  }
 }
 
 AttentionPass::AttentionPass(const KvCache& cache, int64_t layer, const ForwardBatch& batch,
@@ -175,7 +245,12 @@ AttentionPass::AttentionPass(const KvCache& cache, int64_t layer, const ForwardB
   // exactly as without the split or the grouping (same blocks, same key segments, same
   // order; the fold's rows are independent), so results do not change. Splitting makes
   // every thread read the KV head's tiles, so it is done only when needed: fewer pairs
-  // than threads, or a sparse layer decoding a few tokens.
+  // than threads, or a sparse layer decoding a few tokens. A one-token decode over dense
+  // heads splits the keys instead where its context spans several chunks (split-K,
+  // kChunkSegments): (KV head, chunk) items, each KV head read once, merged per head by
+  // merge_item with the bits of an unsplit pass. (Used in place of a static split by KV
+  // head too, on 2 threads and 4 KV heads it was 15-30% slower from memory: the static
+  // split stays where every thread has a head of its own.)
   const int64_t n_pairs = n_groups_ * shape.n_kv_heads;
   const int64_t n_rep = shape.n_heads / shape.n_kv_heads;
   const bool sparse_layer = cfg.modes.n_streaming_in_layer(layer) > 0;
@@ -183,6 +258,17 @@ AttentionPass::AttentionPass(const KvCache& cache, int64_t layer, const ForwardB
                  ? std::min<int64_t>(n_rep, n_threads)
                  : 1;
   n_items_ = n_pairs * n_split_;
+  const int64_t chunk_keys = scratch.chunk_keys();
+  if (n_split_ > 1 && n_groups_ == 1 && batch.n_tokens() == 1 && !sparse_layer &&
+      chunk_keys == cfg.block_size * tk_.fold_blocks * kChunkSegments) {
+    const int64_t n_chunks = batch.positions[0] / chunk_keys + 1;
+    const auto floats = static_cast<size_t>(n_chunks * shape.n_heads * (2 + shape.head_dim));
+    if (n_chunks > 1 && scratch.chunk_state_capacity() >= floats) {
+      n_chunk_split_ = n_chunks;
+      n_split_ = 1;
+      n_items_ = shape.n_kv_heads * n_chunks;
+    }
+  }
 }
 
 void AttentionPass::run_item(int64_t item, int tid) const {
@@ -274,7 +360,11 @@ void AttentionPass::run_item(int64_t item, int tid) const {
     tile.p = scores;
     tk.fold(tile);
   };
-  const int64_t pair = item / n_split, slice = item % n_split;
+  // Split-K items are (KV head, chunk) of the one group; others (KV head, group, slice).
+  const int64_t n_chunk_split = n_chunk_split_;
+  const int64_t split_chunk = n_chunk_split > 0 ? item % n_chunk_split : 0;
+  const int64_t pair = n_chunk_split > 0 ? item / n_chunk_split : item / n_split;
+  const int64_t slice = n_chunk_split > 0 ? 0 : item % n_split;
   const int64_t grp = pair % n_groups;
   const int64_t g = pair / n_groups;
   const int64_t r0 = n_rep * slice / n_split, r1 = n_rep * (slice + 1) / n_split;
@@ -287,9 +377,10 @@ void AttentionPass::run_item(int64_t item, int tid) const {
                 static_cast<size_t>(nr * hd) * sizeof(float));
   }
   if (quantized) attention::quantize_query_q8(qbuf, n_group * nr, hd, q8, q8_scale, q8_sum);
-  std::fill(acc, acc + n_group * nr * hd, 0.0f);
-  std::fill(mx, mx + n_group * nr, -std::numeric_limits<float>::infinity());
-  std::fill(sum, sum + n_group * nr, 0.0f);
+  const int64_t rows = n_group * nr;
+  const RowStates chunk{mx, sum, acc};
+  clear_rows(chunk, rows, hd);
+  RowStates result = chunk;  // what the output is read from: the merged states if any
   const int64_t pos0 = batch.positions[static_cast<size_t>(t0)];
   if (!cache.streaming(layer, g)) {
     // Keys are folded in segments of fold_blocks blocks from position 0, the same
@@ -301,14 +392,37 @@ void AttentionPass::run_item(int64_t item, int tid) const {
     const int64_t ctx_first = pos0 + 1, ctx_last = pos0 + n_group;
     const int64_t n_segs = (ctx_last + seg - 1) / seg;
     const int64_t last_block = (ctx_last - 1) / bs;
-    for (int64_t si = 0; si < n_segs; ++si) {
-      const int64_t s0 = si * seg, s1 = std::min(s0 + seg, ctx_last);
-      const int64_t next0 = (si + 1) * fold_blocks;
-      const int64_t next1 = std::min(last_block + 1, next0 + fold_blocks);
-      const int64_t i0 = std::max<int64_t>(0, s0 - pos0);  // first token with pos >= s0
-      const int64_t first_keys = std::min(s1, pos0 + i0 + 1) - s0;
-      fold(seq.block_table, g, s0 / bs, 0, s1 - s0, i0, n_group, s1 <= ctx_first ? 0 : first_keys,
-           next0, std::max(next0, next1));
+    // Chunks of kChunkSegments segments, each folded from a clear state and merged in
+    // order; a split-K item folds one chunk and leaves its state for merge_item.
+    const int64_t n_chunks = (n_segs + kChunkSegments - 1) / kChunkSegments;
+    const RowStates merged{buf + lay.merged_max, buf + lay.merged_sum, buf + lay.merged_acc};
+    if (n_chunks > 1 && n_chunk_split == 0) {
+      clear_rows(merged, rows, hd);
+      result = merged;
+    }
+    const int64_t c0 = n_chunk_split > 0 ? split_chunk : 0;
+    const int64_t c1 = n_chunk_split > 0 ? split_chunk + 1 : n_chunks;
+    for (int64_t ci = c0; ci < c1; ++ci) {
+      if (ci > c0) clear_rows(chunk, rows, hd);
+      const int64_t si_end = std::min(n_segs, (ci + 1) * kChunkSegments);
+      for (int64_t si = ci * kChunkSegments; si < si_end; ++si) {
+        const int64_t s0 = si * seg, s1 = std::min(s0 + seg, ctx_last);
+        const int64_t next0 = (si + 1) * fold_blocks;
+        const int64_t next1 = std::min(last_block + 1, next0 + fold_blocks);
+        const int64_t i0 = std::max<int64_t>(0, s0 - pos0);  // first token with pos >= s0
+        const int64_t first_keys = std::min(s1, pos0 + i0 + 1) - s0;
+        fold(seq.block_table, g, s0 / bs, 0, s1 - s0, i0, n_group, s1 <= ctx_first ? 0 : first_keys,
+             next0, std::max(next0, next1));
+      }
+      if (n_chunk_split > 0) {
+        float* st = scratch_.chunk_states() +
+                    static_cast<size_t>((g * n_chunk_split + ci) * rows * (2 + hd));
+        std::copy(mx, mx + rows, st);
+        std::copy(sum, sum + rows, st + rows);
+        std::copy(acc, acc + rows * hd, st + 2 * rows);
+        return;  // merge_item writes the output
+      }
+      if (n_chunks > 1) merge_rows(merged, mx, sum, acc, rows, hd);
     }
   } else {
     // Keys [0, sink_end) and [window_begin, pos], segment by segment in position
@@ -345,8 +459,26 @@ void AttentionPass::run_item(int64_t item, int tid) const {
     for (int64_t r = 0; r < nr; ++r) {
       float* o = out + (t0 + i) * q_row + (g * n_rep + r0 + r) * hd;
       const int64_t row = i * nr + r;
-      kernels::scale(o, acc + row * hd, 1.0f / sum[row], hd);
+      kernels::scale(o, result.acc + row * hd, 1.0f / result.sum[row], hd);
     }
+  }
+}
+
+void AttentionPass::merge_item(int64_t g, int tid) const {
+  const int64_t hd = shape_.head_dim, rows = shape_.n_heads / shape_.n_kv_heads;
+  const ScratchLayout lay = layout(shape_, cache_.config().block_size);
+  float* buf = scratch_.thread_buffer(tid);
+  const RowStates merged{buf + lay.merged_max, buf + lay.merged_sum, buf + lay.merged_acc};
+  clear_rows(merged, rows, hd);
+  for (int64_t ci = 0; ci < n_chunk_split_; ++ci) {
+    const float* st =
+        scratch_.chunk_states() + static_cast<size_t>((g * n_chunk_split_ + ci) * rows * (2 + hd));
+    merge_rows(merged, st, st + rows, st + 2 * rows, rows, hd);
+  }
+  const int64_t q_row = shape_.n_heads * hd;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* o = out_ + groups_[0] * q_row + (g * rows + r) * hd;
+    kernels::scale(o, merged.acc + r * hd, 1.0f / merged.sum[r], hd);
   }
 }
 
@@ -383,11 +515,14 @@ void paged_attention(const KvCache& cache, int64_t layer, const ForwardBatch& ba
   // instead of the others waiting. Consecutive items mostly share a KV head, so its
   // tiles stay in cache.
   std::atomic<int64_t> next_item{0};
-  pool.run([&](int tid, int) {
+  pool.run([&](int tid, int nt) {
     for (int64_t item;
          (item = next_item.fetch_add(1, std::memory_order_relaxed)) < pass.n_items();) {
       pass.run_item(item, tid);
     }
+    if (pass.n_merge_items() == 0) return;
+    pool.team_barrier();  // every chunk of a split-K decode is folded
+    for (int64_t g = tid; g < pass.n_merge_items(); g += nt) pass.merge_item(g, tid);
   });
 }
 

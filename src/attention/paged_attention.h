@@ -21,6 +21,15 @@ struct AttentionShape {
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
 };
 
+// A dense head's keys are folded in chunks of this many segments (a segment being one fold
+// of TileKernels::fold_blocks blocks): each chunk's online softmax starts afresh and is
+// merged into the row's running result at the chunk's end, at the same key positions for
+// every token, group and thread split. So the chunks of a one-token decode can be folded
+// by different threads and merged afterwards with the same bits (split-K): a decode with
+// fewer KV heads than threads then reads each KV head once, where splitting a head's
+// query rows between threads made every thread read all of it.
+inline constexpr int64_t kChunkSegments = 32;
+
 // Per-thread scratch for attention; sized once, reused every call.
 class AttentionScratch {
  public:
@@ -29,14 +38,24 @@ class AttentionScratch {
   // Splits the batch's tokens into query groups: up to kQueryTile consecutive tokens of
   // one sequence at consecutive positions (a prefill chunk) share a pass over the K/V
   // tiles. group_starts() is the first batch token of each group, then n_tokens; the list
-  // is reused, so it allocates only until it has grown to the largest batch.
+  // is reused, so it allocates only until it has grown to the largest batch. A one-token
+  // batch also sizes chunk_states() for its context (growing only).
   void plan_groups(const ForwardBatch& batch);
   const std::vector<int32_t>& group_starts() const { return group_starts_; }
+  // Keys per chunk: kChunkSegments segments of the kernel set reserve() saw.
+  int64_t chunk_keys() const { return chunk_keys_; }
+  // A split-K decode's fold states, one per (KV head, chunk): per query row of the head
+  // its max, sum and head_dim accumulators; chunk_state_capacity() floats.
+  float* chunk_states() { return chunk_states_.data(); }
+  size_t chunk_state_capacity() const { return chunk_states_.size(); }
 
  private:
   std::vector<float> buffer_;
   std::vector<int32_t> group_starts_;
+  std::vector<float> chunk_states_;
   size_t per_thread_ = 0;
+  int64_t chunk_keys_ = 0;
+  size_t chunk_state_floats_ = 0;  // per chunk: the rows of every KV head
 };
 
 // Stores each batch token's K and V rows ([n_tokens][n_kv_heads*head_dim]) at its
@@ -70,6 +89,12 @@ class AttentionPass {
                 AttentionScratch& scratch);
   int64_t n_items() const { return n_items_; }
   void run_item(int64_t item, int tid) const;
+  // A split-K decode (kChunkSegments) leaves each item's chunk state in the scratch; once
+  // every item has run, merge_item(g, tid) for each KV head g < n_merge_items() (in any
+  // order, on any thread) merges them in chunk order and writes the head's output rows.
+  // 0 otherwise: run_item wrote them.
+  int64_t n_merge_items() const { return n_chunk_split_ > 0 ? shape_.n_kv_heads : 0; }
+  void merge_item(int64_t g, int tid) const;
   // A one-token batch (decode) over dense KV heads [g0, g1): prefetches the tiles of their
   // first fold segment and of the block the token is written to, so that they arrive
   // while the caller runs RoPE and the K/V writes. The weights streamed since the last
@@ -87,6 +112,7 @@ class AttentionPass {
   const std::vector<int32_t>& groups_;
   const attention::TileKernels& tk_;
   int64_t n_groups_ = 0, n_split_ = 1, n_items_ = 0;
+  int64_t n_chunk_split_ = 0;  // chunks per KV head of a split-K decode, else 0
 };
 
 // out[t] = softmax(q[t] . K[0..pos(t)] * scale) V for every batch token (causal within

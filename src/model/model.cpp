@@ -344,7 +344,8 @@ void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cac
   const AttentionPass pass(cache, layer, b, shape, q_.data(), att_.data(), pool.size(),
                            attention_scratch_);
   const bool dense = cache.config().modes.n_streaming_in_layer(layer) == 0;
-  const bool own_heads = T == 1 && dense && c.n_kv_heads % pool.size() == 0;
+  const bool own_heads =
+      T == 1 && dense && c.n_kv_heads % pool.size() == 0 && pass.n_merge_items() == 0;
   const int64_t items_per_head = pass.n_items() / c.n_kv_heads;
   std::atomic<int64_t> next_item{0};
   pool.run([&](int tid, int nt) {
@@ -364,6 +365,9 @@ void Model::attention_by_head(int64_t layer, const ForwardBatch& b, KvCache& cac
     pool.team_barrier();  // every head's K/V is written
     for (int64_t i; (i = next_item.fetch_add(1, std::memory_order_relaxed)) < pass.n_items();)
       pass.run_item(i, tid);
+    if (pass.n_merge_items() == 0) return;
+    pool.team_barrier();  // every chunk of a split-K decode is folded
+    for (int64_t g = tid; g < pass.n_merge_items(); g += nt) pass.merge_item(g, tid);
   });
 }
 
