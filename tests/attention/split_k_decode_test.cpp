@@ -27,8 +27,8 @@ class SplitKDecode : public ::testing::TestWithParam<SplitCase> {};
 TEST_P(SplitKDecode, MatchesOneThreadPrefillRowsAndNaive) {
   const SplitCase c = GetParam();
   const int64_t hd = 64, bs = 16;
-  // Long enough for several chunks at every kernel set's chunk size, and a ragged end.
-  const int64_t len = 2600;
+  // Several chunks at every kernel set's chunk size (2048 or 4096 keys), a ragged end.
+  const int64_t len = 9000;
   const int64_t n_blocks = (len + bs - 1) / bs;
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
