@@ -94,7 +94,8 @@ void AttentionScratch::reserve(int n_threads, const AttentionShape& shape, int64
   const size_t need = per_thread_ * static_cast<size_t>(n_threads);
   if (buffer_.size() < need) buffer_.resize(need);
   chunk_keys_ = block_size * attention::tile_kernels().fold_blocks * kChunkSegments;
-  chunk_state_floats_ = static_cast<size_t>(shape.n_heads * (2 + shape.head_dim));
+  n_kv_heads_ = shape.n_kv_heads;
+  head_state_floats_ = static_cast<size_t>(shape.n_heads / shape.n_kv_heads * (2 + shape.head_dim));
 }
 
 namespace {
@@ -219,8 +220,8 @@ void AttentionScratch::plan_groups(const ForwardBatch& batch) {
   group_starts_.push_back(static_cast<int32_t>(batch.n_tokens()));
   if (batch.n_tokens() == 1 && chunk_keys_ > 0 && batch.positions[0] >= 0) {
     const int64_t n_chunks = batch.positions[0] / chunk_keys_ + 1;
-    const size_t need = static_cast<size_t>(n_chunks) * chunk_state_floats_;
-    if (chunk_states_.size() < need) chunk_states_.resize(need);
+    if (!holds_chunks(n_chunks))
+      chunk_states_.resize(static_cast<size_t>(n_chunks * n_kv_heads_) * head_state_floats_);
   }
 }
 
@@ -262,8 +263,7 @@ AttentionPass::AttentionPass(const KvCache& cache, int64_t layer, const ForwardB
   if (n_split_ > 1 && n_groups_ == 1 && batch.n_tokens() == 1 && !sparse_layer &&
       chunk_keys == cfg.block_size * tk_.fold_blocks * kChunkSegments) {
     const int64_t n_chunks = batch.positions[0] / chunk_keys + 1;
-    const auto floats = static_cast<size_t>(n_chunks * shape.n_heads * (2 + shape.head_dim));
-    if (n_chunks > 1 && scratch.chunk_state_capacity() >= floats) {
+    if (n_chunks > 1 && scratch.holds_chunks(n_chunks)) {
       n_chunk_split_ = n_chunks;
       n_split_ = 1;
       n_items_ = shape.n_kv_heads * n_chunks;
@@ -415,8 +415,7 @@ void AttentionPass::run_item(int64_t item, int tid) const {
              next0, std::max(next0, next1));
       }
       if (n_chunk_split > 0) {
-        float* st = scratch_.chunk_states() +
-                    static_cast<size_t>((g * n_chunk_split + ci) * rows * (2 + hd));
+        float* st = scratch_.chunk_state(g, ci, n_chunk_split);
         std::copy(mx, mx + rows, st);
         std::copy(sum, sum + rows, st + rows);
         std::copy(acc, acc + rows * hd, st + 2 * rows);
@@ -471,8 +470,7 @@ void AttentionPass::merge_item(int64_t g, int tid) const {
   const RowStates merged{buf + lay.merged_max, buf + lay.merged_sum, buf + lay.merged_acc};
   clear_rows(merged, rows, hd);
   for (int64_t ci = 0; ci < n_chunk_split_; ++ci) {
-    const float* st =
-        scratch_.chunk_states() + static_cast<size_t>((g * n_chunk_split_ + ci) * rows * (2 + hd));
+    const float* st = scratch_.chunk_state(g, ci, n_chunk_split_);
     merge_rows(merged, st, st + rows, st + 2 * rows, rows, hd);
   }
   const int64_t q_row = shape_.n_heads * hd;

@@ -39,15 +39,22 @@ class AttentionScratch {
   // one sequence at consecutive positions (a prefill chunk) share a pass over the K/V
   // tiles. group_starts() is the first batch token of each group, then n_tokens; the list
   // is reused, so it allocates only until it has grown to the largest batch. A one-token
-  // batch also sizes chunk_states() for its context (growing only).
+  // batch also sizes the split-K states (chunk_state) for its context, growing only.
   void plan_groups(const ForwardBatch& batch);
   const std::vector<int32_t>& group_starts() const { return group_starts_; }
   // Keys per chunk: kChunkSegments segments of the kernel set reserve() saw.
   int64_t chunk_keys() const { return chunk_keys_; }
-  // A split-K decode's fold states, one per (KV head, chunk): per query row of the head
-  // its max, sum and head_dim accumulators; chunk_state_capacity() floats.
-  float* chunk_states() { return chunk_states_.data(); }
-  size_t chunk_state_capacity() const { return chunk_states_.size(); }
+  // Whether the split-K states hold n_chunks chunks of every KV head (plan_groups sizes
+  // them for a one-token batch's context).
+  bool holds_chunks(int64_t n_chunks) const {
+    return chunk_states_.size() >=
+           static_cast<size_t>(n_chunks) * head_state_floats_ * static_cast<size_t>(n_kv_heads_);
+  }
+  // The fold state of chunk `chunk` of KV head g in a split-K decode of n_chunks chunks a
+  // head: the head's query rows' maxima, then their sums, then their head_dim accumulators.
+  float* chunk_state(int64_t g, int64_t chunk, int64_t n_chunks) {
+    return chunk_states_.data() + static_cast<size_t>(g * n_chunks + chunk) * head_state_floats_;
+  }
 
  private:
   std::vector<float> buffer_;
@@ -55,7 +62,8 @@ class AttentionScratch {
   std::vector<float> chunk_states_;
   size_t per_thread_ = 0;
   int64_t chunk_keys_ = 0;
-  size_t chunk_state_floats_ = 0;  // per chunk: the rows of every KV head
+  int64_t n_kv_heads_ = 0;
+  size_t head_state_floats_ = 0;  // one KV head's rows: n_rep * (2 + head_dim)
 };
 
 // Stores each batch token's K and V rows ([n_tokens][n_kv_heads*head_dim]) at its

@@ -61,8 +61,11 @@ TEST_P(SplitKDecode, MatchesOneThreadPrefillRowsAndNaive) {
     AttentionScratch scratch;
     scratch.reserve(pool.size(), shape, bs);
     std::vector<float> out(static_cast<size_t>(q_dim));
-    paged_attention(cache, 0, ForwardBatch{tok, pos, s, views, {}}, shape, q_last, out.data(), pool,
-                    scratch);
+    const ForwardBatch batch{tok, pos, s, views, {}};
+    paged_attention(cache, 0, batch, shape, q_last, out.data(), pool, scratch);
+    // The keys are split exactly where the query rows were: more threads than KV heads.
+    const AttentionPass pass(cache, 0, batch, shape, q_last, out.data(), threads, scratch);
+    EXPECT_EQ(pass.n_merge_items() > 0, threads > c.n_kv_heads) << threads << " threads";
     return out;
   };
   const std::vector<float> one = decode(1), two = decode(2), three = decode(3);
